@@ -1,0 +1,28 @@
+"""The project's small error hierarchy. Every message says what to do next."""
+
+from __future__ import annotations
+
+
+class BenchError(Exception):
+    """Base class: an error a user can act on. Scripts print it and exit with status 2."""
+
+
+class ConfigError(BenchError):
+    """A configuration file (judges.toml, taxonomy.toml, cost matrix) is invalid."""
+
+
+class DataError(BenchError):
+    """Input data is missing, malformed or inconsistent."""
+
+
+class RecordError(DataError):
+    """One raw record cannot be converted; extraction sends it to the rejects file."""
+
+
+class IntegrityError(DataError):
+    """A downloaded or built file does not match its pinned hash, or ids do not line up."""
+
+
+class LeakError(DataError):
+    """A pre-execution view would show the judged action's own result, or the judged action is
+    missing from its rendered prompt."""
