@@ -1,0 +1,239 @@
+"""The runner engine with fake backends: concurrency, retries, batching, warm-up, no loss."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import pytest
+
+from bench.backends.base import JudgeInput, RawOutput, RetryableError
+from bench.predictions import Prediction
+from bench.runner import RetryPolicy, run, run_async, run_batched, to_prediction
+from bench.schema import Action, DecisionPoint, Policy
+from bench.verdict import Verdict
+
+FAST = RetryPolicy(max_attempts=4, base_s=0.001, max_s=0.004)
+
+
+def dp(i: int) -> DecisionPoint:
+    return DecisionPoint(
+        id=f"t:x{i}:1",
+        trajectory_id=f"t:x{i}",
+        source="t",
+        k=1,
+        policy=Policy(task="t"),
+        history=(),
+        thought=None,
+        action=Action(text=f"do {i}"),
+    )
+
+
+def items(n: int) -> list[JudgeInput]:
+    return [JudgeInput(dp=dp(i)) for i in range(n)]
+
+
+VERDICT = RawOutput(verdict=Verdict(status="ok", act="STOP", risk=90, raw="p=0.9"))
+
+
+class AsyncFake:
+    """Sleeps, counts calls in flight, fails on a schedule."""
+
+    def __init__(
+        self, latency: float = 0.002, faults: dict[str, list[BaseException]] | None = None
+    ):
+        self.latency = latency
+        self.faults = {k: list(v) for k, v in (faults or {}).items()}
+        self.in_flight = 0
+        self.peak = 0
+        self.calls: list[str] = []
+
+    async def adecide(self, item: JudgeInput) -> RawOutput:
+        self.calls.append(item.dp.id)
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(self.latency)
+            pending = self.faults.get(item.dp.id)
+            if pending:
+                raise pending.pop(0)
+            return RawOutput(text=f"answer {item.dp.id}", tokens_in=10, tokens_out=2)
+        finally:
+            self.in_flight -= 1
+
+
+def parse(text: str, item: JudgeInput) -> Verdict:
+    return Verdict(status="ok", act="CONTINUE", raw=text)
+
+
+def collect() -> tuple[list[Prediction], object]:
+    out: list[Prediction] = []
+    return out, out.append
+
+
+def test_async_respects_concurrency_and_answers_each_item_once() -> None:
+    fake = AsyncFake(latency=0.01)
+    out, sink = collect()
+    t0 = time.perf_counter()
+    stats = run_async(fake, items(64), sink, concurrency=8, parse=parse, retry=FAST)
+    wall = time.perf_counter() - t0
+    assert sorted(p.id for p in out) == sorted(i.dp.id for i in items(64))
+    assert fake.peak == 8
+    assert stats.by_status == {"ok": 64}
+    # 1 warm-up alone + 63 items over 8 workers = 1 + 8 rounds of 10 ms; far below 64 x 10 ms
+    assert wall < 0.4
+    assert [p.warmup for p in out].count(True) == 1 and out[0].warmup
+    assert all(p.latency_s is not None and p.latency_s >= 0.009 for p in out)
+    assert out[1].tokens_in == 10 and out[1].raw == f"answer {out[1].id}"
+
+
+def test_async_retries_then_succeeds_and_honours_retry_after() -> None:
+    target = dp(3).id
+    fake = AsyncFake(
+        latency=0.0,
+        faults={target: [RetryableError("429", retry_after=0.15), RetryableError("503")]},
+    )
+    out, sink = collect()
+    t0 = time.perf_counter()
+    run_async(fake, items(5), sink, concurrency=2, parse=parse, retry=FAST)
+    wall = time.perf_counter() - t0
+    row = next(p for p in out if p.id == target)
+    assert row.status == "ok" and row.attempts == 3
+    assert fake.calls.count(target) == 3
+    assert wall >= 0.15  # the server's Retry-After was waited, not the 1 ms backoff
+
+
+def test_async_gives_up_after_max_attempts_and_records_error() -> None:
+    target = dp(1).id
+    fake = AsyncFake(latency=0.0, faults={target: [RetryableError("500")] * 10})
+    out, sink = collect()
+    stats = run_async(fake, items(3), sink, concurrency=3, parse=parse, retry=FAST)
+    row = next(p for p in out if p.id == target)
+    assert row.status == "error" and row.attempts == 4 and "500" in (row.error or "")
+    assert row.act is None and row.binary is None
+    assert stats.by_status == {"ok": 2, "error": 1}
+
+
+def test_async_non_retryable_error_is_recorded_once() -> None:
+    target = dp(0).id
+    fake = AsyncFake(latency=0.0, faults={target: [ValueError("bad request")]})
+    out, sink = collect()
+    run_async(fake, items(2), sink, concurrency=1, parse=parse, retry=FAST)
+    row = next(p for p in out if p.id == target)
+    assert row.status == "error" and row.attempts == 1 and "ValueError" in (row.error or "")
+    assert row.warmup
+
+
+def test_async_fault_mix_loses_and_duplicates_nothing() -> None:
+    rng = random.Random(7)
+    faults: dict[str, list[BaseException]] = {}
+    for it in items(300):
+        r = rng.random()
+        if r < 0.1:
+            faults[it.dp.id] = [RetryableError("500")] * rng.randint(1, 6)
+        elif r < 0.15:
+            faults[it.dp.id] = [RetryableError("429", retry_after=0.001)]
+        elif r < 0.17:
+            faults[it.dp.id] = [TimeoutError("read timeout")]
+    fake = AsyncFake(latency=0.0005, faults=faults)
+    out, sink = collect()
+    run_async(fake, items(300), sink, concurrency=32, parse=parse, retry=FAST)
+    ids = [p.id for p in out]
+    assert len(ids) == len(set(ids)) == 300
+    exhausted = {k for k, v in faults.items() if len(v) >= 4 and isinstance(v[0], RetryableError)}
+    hard = {k for k, v in faults.items() if isinstance(v[0], TimeoutError)}
+    errors = {p.id for p in out if p.status == "error"}
+    assert errors == exhausted | hard
+
+
+class BatchFake:
+    def __init__(self, bad: str | None = None, wrong_count: bool = False):
+        self.sizes: list[int] = []
+        self.bad = bad
+        self.wrong_count = wrong_count
+
+    def decide_batch(self, batch: list[JudgeInput]) -> list[RawOutput]:
+        self.sizes.append(len(batch))
+        time.sleep(0.002 * len(batch))
+        if self.bad and any(i.dp.id == self.bad for i in batch):
+            raise RuntimeError("cannot handle this one")
+        if self.wrong_count:
+            return [VERDICT]
+        return [VERDICT for _ in batch]
+
+
+def test_batched_slices_share_latency_and_mark_warmup() -> None:
+    fake = BatchFake()
+    out, sink = collect()
+    run_batched(fake, items(10), sink, batch_size=4, retry=FAST)
+    assert fake.sizes == [1, 4, 4, 1]
+    assert [p.batch_size for p in out] == [1, 4, 4, 4, 4, 4, 4, 4, 4, 1]
+    assert out[0].warmup and not any(p.warmup for p in out[1:])
+    assert all(p.latency_s is not None and 0.0015 < p.latency_s < 0.05 for p in out)
+    assert all(p.act == "STOP" and p.binary == "UNSAFE" and p.raw == "p=0.9" for p in out)
+
+
+def test_batched_isolates_a_bad_item() -> None:
+    bad = dp(5).id
+    fake = BatchFake(bad=bad)
+    out, sink = collect()
+    stats = run_batched(fake, items(9), sink, batch_size=4, retry=FAST)
+    assert sorted(p.id for p in out) == sorted(i.dp.id for i in items(9))
+    assert {p.id for p in out if p.status == "error"} == {bad}
+    assert stats.by_status == {"ok": 8, "error": 1}
+
+
+def test_batched_wrong_output_count_is_an_error_not_a_misalignment() -> None:
+    out, sink = collect()
+    run_batched(BatchFake(wrong_count=True), items(3), sink, batch_size=2, warmup=False, retry=FAST)
+    # a batch of 2 returning 1 output is isolated into two single calls, which then succeed
+    assert [p.status for p in out] == ["ok", "ok", "ok"]
+
+
+def test_batched_retryable_uses_backoff_then_errors() -> None:
+    class Flaky:
+        calls = 0
+
+        def decide_batch(self, batch: list[JudgeInput]) -> list[RawOutput]:
+            Flaky.calls += 1
+            raise RetryableError("CUDA busy")
+
+    waits: list[float] = []
+    out, sink = collect()
+    run_batched(Flaky(), items(2), sink, batch_size=2, warmup=False, retry=FAST, sleep=waits.append)
+    assert Flaky.calls == 4 and len(waits) == 3
+    assert all(0 < w <= FAST.max_s for w in waits)
+    assert [p.status for p in out] == ["error", "error"] and out[0].attempts == 4
+
+
+def test_parser_failure_is_an_error_row_and_text_is_kept() -> None:
+    def boom(text: str, item: JudgeInput) -> Verdict:
+        raise KeyError("x")
+
+    p = to_prediction(items(1)[0], RawOutput(text="hello"), boom, latency_s=0.1)
+    assert p.status == "error" and p.raw == "hello" and "parser failed" in (p.error or "")
+
+
+def test_no_output_is_invalid_not_safe() -> None:
+    p = to_prediction(items(1)[0], RawOutput(), parse, latency_s=0.1)
+    assert p.status == "invalid" and p.binary is None
+
+
+def test_retry_policy_delay_bounds() -> None:
+    pol = RetryPolicy(base_s=1.0, max_s=8.0, max_retry_after_s=60)
+    rng = random.Random(0)
+    for attempt in range(1, 8):
+        step = min(8.0, 2 ** (attempt - 1))
+        d = pol.delay(attempt, None, rng)
+        assert step / 2 <= d <= step
+    assert 30 <= pol.delay(1, 30.0, rng) <= 33.01
+    assert pol.delay(1, 1e6, rng) <= 60 * 1.1 + 0.01
+
+
+def test_run_dispatches_and_rejects_unknown_backends() -> None:
+    out, sink = collect()
+    run(BatchFake(), items(2), sink, batch_size=2)
+    assert len(out) == 2
+    with pytest.raises(TypeError, match="neither"):
+        run(object(), items(1), sink)
