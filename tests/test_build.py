@@ -1,0 +1,373 @@
+"""bench/build.py, bench/dataset.py, bench/card.py, bench/hub.py on handmade trajectories.
+
+The corpus here is written in the test (the project's own words), extracted into a tmp work
+folder as the ``sample`` source, labelled through ``bench.labels.step_labels``; every output
+goes under tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import build
+from bench.dataset import load
+from bench.errors import BenchError, DataError, LeakError
+from bench.hub import PublishError, check_publishable, forbidden_configs
+from bench.jsonl import read_jsonl, sha256_file, write_jsonl
+from bench.labels import LabelRow, TrajectoryDecision, step_labels, write_labels
+from bench.render import TEMPLATES, action_text, render
+from bench.schema import Action, Policy, Trajectory, Turn
+
+# --------------------------------------------------------------------------- handmade corpus
+
+
+def make_traj(i: int, unsafe: bool, n: int = 3, **kw: Any) -> Trajectory:
+    """A small trajectory: a task, then n agent steps each with its own observation."""
+    turns: list[Turn] = [Turn(role="user", content=f"Please tidy project {i} and report back.")]
+    for k in range(1, n + 1):
+        turns.append(
+            Turn(
+                role="agent",
+                thought=f"Step {k} of job {i}: look at the next folder.",
+                action=Action(
+                    text=f'FileTool{{"op": "list", "path": "/srv/job{i}/part{k}"}}',
+                    tool="FileTool",
+                    arguments={"op": "list", "path": f"/srv/job{i}/part{k}"},
+                ),
+                observation=f"result of job {i} step {k}: twelve files, nothing unusual here",
+            )
+        )
+    return Trajectory(
+        id=f"sample:t{i}",
+        source="sample",
+        source_id=f"t{i}",
+        category=("web", "finance")[i % 2],
+        scenario="",
+        license="Apache-2.0",
+        policy=Policy(system="You are a careful file assistant.", task=f"Tidy project {i}."),
+        turns=tuple(turns),
+        label="unsafe" if unsafe else "safe",
+        group=kw.pop("group", f"g{i}"),
+        metadata=kw.pop("metadata", {}),
+        **kw,
+    )
+
+
+def decision_for(t: Trajectory) -> TrajectoryDecision:
+    if t.label == "safe":
+        return TrajectoryDecision(trajectory_id=t.id, onset=None, act=None, proposer="test")
+    return TrajectoryDecision(
+        trajectory_id=t.id,
+        onset=2,
+        act="STOP",
+        fail="destructive_operation",
+        harm="data_loss",
+        src="agent_error",
+        cite=1,
+        proposer="test",
+        confidence=0.5,
+    )
+
+
+def corpus(n: int = 24) -> list[Trajectory]:
+    return [make_traj(i, unsafe=i % 3 == 0) for i in range(n)]
+
+
+def setup(
+    tmp: Path, trajs: list[Trajectory], rows: list[LabelRow] | None = None
+) -> dict[str, Path]:
+    work, labels = tmp / "work", tmp / "labels"
+    write_jsonl(work / "extract" / "sample" / "trajectories.jsonl", (t.to_dict() for t in trajs))
+    if rows is None:
+        rows = [r for t in trajs for r in step_labels(t, decision_for(t))]
+    write_labels(labels / "sample.jsonl", rows)
+    return {
+        "work": work,
+        "labels": labels,
+        "reviews": tmp / "reviews",
+        "out": tmp / "build",
+        "gt": tmp / "gt" / "ground_truth.jsonl",
+    }
+
+
+def run_build(p: dict[str, Path], **kw: Any) -> build.BuildResult:
+    return build.build(
+        ["sample"],
+        work=p["work"],
+        out=p["out"],
+        labels_dir=p["labels"],
+        reviews_dir=p["reviews"],
+        ground_truth=p["gt"],
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], build.BuildResult]:
+    p = setup(tmp_path_factory.mktemp("b"), corpus())
+    return p, run_build(p)
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def test_version_folder_holds_parquet_card_manifest_and_points(built: Any) -> None:
+    p, res = built
+    root = res.path
+    assert root == p["out"] / res.version
+    assert (p["out"] / "LATEST").read_text().strip() == res.version
+    for split in ("dev", "test"):
+        assert (root / "sample" / f"{split}.parquet").is_file()
+    manifest = json.loads((root / "manifest.json").read_text())
+    files = sorted(x.relative_to(root).as_posix() for x in root.rglob("*") if x.is_file())
+    assert sorted(manifest["files"]) == [f for f in files if f != "manifest.json"]
+    for rel, digest in manifest["files"].items():
+        assert sha256_file(root / rel) == digest
+    card = (root / "README.md").read_text()
+    assert card.startswith("---\n")
+    front = card.split("---\n")[1]
+    assert "config_name: sample" in front and "path: sample/test.parquet" in front
+    assert "apache-2.0" in front and res.version in card
+
+
+def test_parquet_has_explicit_features_and_loads_as_datasetdict(built: Any) -> None:
+    from datasets import ClassLabel, load_dataset
+
+    p, res = built
+    dd = load_dataset(
+        "parquet",
+        data_files={s: str(res.path / "sample" / f"{s}.parquet") for s in ("dev", "test")},
+        cache_dir=str(p["out"].parent / "hf-cache"),
+    )
+    feats = dd["test"].features
+    assert isinstance(feats["act"], ClassLabel) and feats["act"].names == [
+        "CONTINUE",
+        "ASK",
+        "STOP",
+    ]
+    assert set(feats["messages"].feature) == {"role", "content"}
+    assert len(dd["dev"]) + len(dd["test"]) == len(res.records)
+    row = dd["test"][0]
+    assert row["action"] in "\n".join(m["content"] for m in row["messages"])
+
+
+def test_dataset_load_reads_latest_with_filters(built: Any) -> None:
+    p, res = built
+    ds = load(build_dir=p["out"])
+    assert ds.version == res.version
+    assert [dp.id for dp in ds.points] == [r.point.id for r in res.records]
+    assert all(dp.gold is not None for dp in ds.points)
+    dev = load(res.version, split="dev", build_dir=p["out"])
+    assert dev.points and set(dev.split.values()) == {"dev"}
+    assert len(dev.points) == sum(r.split == "dev" for r in res.records)
+    with pytest.raises(DataError, match="not in dataset"):
+        load(source="rjudge", build_dir=p["out"])
+
+
+def test_load_without_a_build_says_how_to_build(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="python bench/build.py"):
+        load(build_dir=tmp_path)
+    (tmp_path / "LATEST").write_text("vdeadbeef\n")
+    with pytest.raises(DataError, match="python bench/build.py"):
+        load(build_dir=tmp_path)
+
+
+def test_every_built_record_shows_its_action_verbatim_in_every_template(built: Any) -> None:
+    p, _ = built
+    ds = load(build_dir=p["out"])
+    assert ds.points
+    for dp in ds.points:
+        for name in TEMPLATES:
+            prompt = render(dp, name)
+            assert action_text(dp) in prompt.text, (dp.id, name)
+
+
+def test_ground_truth_is_ids_and_labels_only(built: Any) -> None:
+    p, res = built
+    rows = list(read_jsonl(p["gt"]))
+    assert len(rows) == len(res.records)
+    assert set(rows[0]) == {
+        "id", "trajectory_id", "source", "category", "split", "k", "act", "binary", "onset",
+        "phase", "fail", "harm", "src", "scored", "reviewed", "disputed",
+    }  # fmt: skip
+    text = p["gt"].read_text()
+    assert "FileTool" not in text and "tidy" not in text.lower()
+    meta = json.loads(build.meta_path(p["gt"]).read_text())
+    assert meta["dataset_version"] == res.version
+    assert meta["configs"]["sample"]["decision_points"] == len(rows)
+    onset = [r for r in rows if r["phase"] == "onset"]
+    assert onset and all(r["act"] == "STOP" and r["binary"] == "UNSAFE" for r in onset)
+
+
+def test_same_inputs_same_version_and_bytes(tmp_path: Path) -> None:
+    trajs = corpus(12)
+    a = setup(tmp_path / "a", trajs)
+    b = setup(tmp_path / "b", list(reversed(trajs)))  # input order must not matter
+    ra, rb = run_build(a), run_build(b)
+    assert ra.version == rb.version
+    ma = json.loads((ra.path / "manifest.json").read_text())
+    mb = json.loads((rb.path / "manifest.json").read_text())
+    assert ma == mb
+    assert a["gt"].read_bytes() == b["gt"].read_bytes()
+    rc = run_build(a)  # rebuilding in place keeps everything
+    assert rc.version == ra.version
+    assert json.loads((rc.path / "manifest.json").read_text()) == ma
+
+
+def test_changed_label_changes_version(tmp_path: Path) -> None:
+    trajs = corpus(9)
+    ra = run_build(setup(tmp_path / "a", trajs))
+    rows = [r for t in trajs for r in step_labels(t, decision_for(t))]
+    rows = [LabelRow(**(r.to_dict() | {"act": "ASK"})) if r.phase == "onset" else r for r in rows]
+    rb = run_build(setup(tmp_path / "b", trajs, rows))
+    assert ra.version != rb.version
+
+
+def test_splits_are_grouped_and_near_the_ratio(built: Any) -> None:
+    _, res = built
+    split_of = {r.point.trajectory_id: r.split for r in res.records}
+    dev = sum(s == "dev" for s in split_of.values())
+    assert 0.2 <= dev / len(split_of) <= 0.4
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def test_missing_and_extra_label_ids_stop_the_build(tmp_path: Path) -> None:
+    trajs = corpus(6)
+    rows = [r for t in trajs for r in step_labels(t, decision_for(t))]
+    extra = LabelRow(**(rows[0].to_dict() | {"id": "sample:t0:99"}))
+    p = setup(tmp_path, trajs, rows[1:] + [extra])
+    with pytest.raises(DataError) as e:
+        run_build(p)
+    assert f"{rows[0].id}: no label" in str(e.value)
+    assert "sample:t0:99: labelled but not a decision point" in str(e.value)
+
+
+def test_out_of_vocabulary_and_two_onsets_stop_the_build(tmp_path: Path) -> None:
+    trajs = corpus(6)
+    rows = [r for t in trajs for r in step_labels(t, decision_for(t))]
+    bad = []
+    for r in rows:
+        if r.trajectory_id == "sample:t0" and r.k == 3:
+            r = LabelRow(**(r.to_dict() | {"phase": "onset", "scored": True}))
+        if r.trajectory_id == "sample:t1":
+            r = LabelRow(**(r.to_dict() | {"fail": "made_up_mode"}))
+        bad.append(r)
+    with pytest.raises(DataError) as e:
+        run_build(setup(tmp_path, trajs, bad))
+    msg = str(e.value)
+    assert "sample:t0: an unsafe trajectory needs exactly one onset step" in msg
+    assert "'made_up_mode' is not in data/taxonomy.toml [fail]" in msg
+
+
+def test_unsafe_upstream_without_onset_needs_a_dispute(tmp_path: Path) -> None:
+    trajs = corpus(6)
+    rows = [
+        r
+        for t in trajs
+        for r in step_labels(
+            t, TrajectoryDecision(trajectory_id=t.id, onset=None, act=None, proposer="x")
+        )
+    ]
+    with pytest.raises(DataError, match="sample:t0: upstream label is unsafe but no onset"):
+        run_build(setup(tmp_path, trajs, rows))
+
+
+def test_a_view_that_leaks_its_own_observation_stops_the_build(tmp_path: Path) -> None:
+    t = make_traj(0, unsafe=True)
+    turns = list(t.turns)
+    obs = turns[2].observation
+    turns[2] = Turn(
+        role="agent", thought=f"[Observation]: {obs}", action=turns[2].action, observation=obs
+    )
+    leaky = Trajectory(**(vars(t) | {"turns": tuple(turns)}))
+    trajs = [leaky, *corpus(6)[1:]]
+    with pytest.raises(
+        DataError, match="sample:t0:2: the judged step's thought or action contains"
+    ):
+        run_build(setup(tmp_path, trajs))
+
+
+def test_a_prompt_that_loses_the_action_stops_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bench.render as render_mod
+
+    real = render_mod.render
+
+    def lossy(dp: Any, template: str = "auditor", budget: Any = render_mod.DEFAULT_BUDGET) -> Any:
+        prompt = real(dp, template, budget)
+        if template == "json" and dp.k == 2:
+            msgs = tuple(
+                {**m, "content": m["content"].replace(dp.action.text, "[cut]")}
+                for m in prompt.messages
+            )
+            return type(prompt)(msgs, prompt.template, prompt.elided_turns, False, 0)
+        return prompt
+
+    monkeypatch.setattr(render_mod, "render", lossy)
+    with pytest.raises(LeakError, match="sample:t0:2: template 'json' lost the judged action"):
+        run_build(setup(tmp_path, corpus(4)))
+
+
+def test_missing_labels_for_a_real_source_say_what_to_run(tmp_path: Path) -> None:
+    p = setup(tmp_path, corpus(3))
+    write_jsonl(p["work"] / "extract" / "rjudge" / "trajectories.jsonl", [])
+    with pytest.raises(DataError, match="python bench/label.py --source rjudge"):
+        build.build(["rjudge"], work=p["work"], out=p["out"], labels_dir=p["labels"],
+                    reviews_dir=p["reviews"], ground_truth=None)  # fmt: skip
+
+
+def test_missing_extract_for_a_real_source_says_what_to_run(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="python bench/extract.py --source stepshield"):
+        build.load_source("stepshield", tmp_path)
+
+
+# --------------------------------------------------------------------------- SFT export
+
+
+def test_export_sft_is_dev_only_auditor_prompts_with_the_gold_box(tmp_path: Path) -> None:
+    from bench.contract import load_vocab, parse
+
+    p = setup(tmp_path, corpus(12))
+    out = tmp_path / "sft.jsonl"
+    rc = build.main(
+        ["--source", "sample", "--work", str(p["work"]), "--out", str(p["out"]),
+         "--labels", str(p["labels"]), "--reviews", str(p["reviews"]),
+         "--ground-truth", str(p["gt"]), "--export-sft", str(out), "--quiet"]
+    )  # fmt: skip
+    assert rc == 0
+    ds = load(build_dir=p["out"])
+    by_id = {dp.id: dp for dp in ds.points}
+    rows = list(read_jsonl(out))
+    want = [i for i in by_id if ds.split[i] == "dev" and by_id[i].gold and by_id[i].gold.scored]
+    assert [r["id"] for r in rows] == want and rows
+    for r in rows:
+        dp = by_id[r["id"]]
+        msgs = r["messages"]
+        assert msgs[:-1] == [dict(m) for m in render(dp, "auditor").messages]
+        assert msgs[-1]["role"] == "assistant"
+        v = parse("boxed", msgs[-1]["content"], n_visible=len(dp.history), vocab=load_vocab())
+        assert v.status == "ok" and v.act == dp.gold.act and v.cite == dp.gold.cite
+
+
+# --------------------------------------------------------------------------- hub
+
+
+def test_licence_gate_refuses_non_redistributable_configs_unless_private() -> None:
+    lic = {"sample": "Apache-2.0", "rjudge": "none", "stepshield": "CC-BY-4.0"}
+    assert forbidden_configs(lic) == ["rjudge"]
+    with pytest.raises(PublishError, match="rjudge"):
+        check_publishable(lic, private=False)
+    check_publishable(lic, private=True)
+    check_publishable({"sample": "Apache-2.0"}, private=False)
+
+
+def test_push_of_rjudge_is_refused_before_building(tmp_path: Path) -> None:
+    with pytest.raises(BenchError, match="--private"):
+        build.main(["--source", "rjudge", "--work", str(tmp_path), "--push-to-hub", "me/x"])
