@@ -16,7 +16,9 @@ gave one. Any other exception is recorded as an error for that decision at once.
 decision is answered or recorded: none is lost, none is written twice.
 
 Warm-up: the first decision of a run is sent alone and marked ``warmup`` so model loading,
-compilation and connection set-up are excluded from latency figures.
+compilation and connection set-up are excluded from latency figures. When that first decision
+ends in an error (no server listening, a wrong model name), the run stops there
+(``RunStats.aborted``) instead of spending retries on every other decision.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class RunStats:
     """Backend calls made for single decisions (batched calls count once per item)."""
     busy_s: float = 0.0
     """Summed backend wall time, warm-up excluded."""
+    aborted: str | None = None
+    """Why the run stopped after its warm-up decision (it failed), else None."""
 
     def add(self, p: Prediction) -> None:
         """Count one finished decision."""
@@ -176,6 +180,7 @@ async def arun_async(
     retry: RetryPolicy = RetryPolicy(),
     seed: int = 0,
     warmup: bool = True,
+    stop_on_warmup_error: bool = True,
 ) -> RunStats:
     """Drive an async backend: the first item alone (marked warm-up), then ``concurrency``
     workers sharing one iterator. Returns the counts."""
@@ -224,7 +229,11 @@ async def arun_async(
         first = next(it, None)
         if first is None:
             return stats
-        emit(await one(first, True))
+        p = await one(first, True)
+        emit(p)
+        if p.status == "error" and stop_on_warmup_error:
+            stats.aborted = f"the first decision failed ({p.error}); not sending the rest"
+            return stats
 
     async def worker() -> None:
         for item in it:  # one shared iterator: each item is taken by exactly one worker
@@ -285,6 +294,7 @@ def run_batched(
     retry: RetryPolicy = RetryPolicy(),
     seed: int = 0,
     warmup: bool = True,
+    stop_on_warmup_error: bool = True,
     sleep: Callable[[float], None] = time.sleep,
 ) -> RunStats:
     """Drive a batched backend: the first item alone (warm-up), then slices of ``batch_size``."""
@@ -336,6 +346,9 @@ def run_batched(
         if first is None:
             return stats
         do([first], True)
+        if stats.by_status.get("error") and stop_on_warmup_error:
+            stats.aborted = "the first decision failed; not sending the rest"
+            return stats
     size = max(1, batch_size)
     while batch := list(islice(it, size)):
         do(batch, False)
@@ -352,16 +365,16 @@ def run(
     parse: Parse | None = None,
     retry: RetryPolicy = RetryPolicy(),
     warmup: bool = True,
+    stop_on_warmup_error: bool = True,
 ) -> RunStats:
     """Drive ``backend`` over ``items`` through whichever protocol it implements."""
+    kw: dict[str, Any] = dict(
+        parse=parse, retry=retry, warmup=warmup, stop_on_warmup_error=stop_on_warmup_error
+    )
     if hasattr(backend, "adecide"):
-        return run_async(
-            backend, items, sink, concurrency=concurrency, parse=parse, retry=retry, warmup=warmup
-        )
+        return run_async(backend, items, sink, concurrency=concurrency, **kw)
     if hasattr(backend, "decide_batch"):
-        return run_batched(
-            backend, items, sink, batch_size=batch_size, parse=parse, retry=retry, warmup=warmup
-        )
+        return run_batched(backend, items, sink, batch_size=batch_size, **kw)
     raise TypeError(
         f"{type(backend).__name__} implements neither decide_batch nor adecide "
         "(see bench.backends.base)"

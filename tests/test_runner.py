@@ -119,10 +119,23 @@ def test_async_non_retryable_error_is_recorded_once() -> None:
     target = dp(0).id
     fake = AsyncFake(latency=0.0, faults={target: [ValueError("bad request")]})
     out, sink = collect()
-    run_async(fake, items(2), sink, concurrency=1, parse=parse, retry=FAST)
+    stats = run_async(
+        fake, items(2), sink, concurrency=1, parse=parse, retry=FAST, stop_on_warmup_error=False
+    )
     row = next(p for p in out if p.id == target)
     assert row.status == "error" and row.attempts == 1 and "ValueError" in (row.error or "")
-    assert row.warmup
+    assert row.warmup and len(out) == 2 and stats.aborted is None
+
+
+def test_a_failing_first_decision_stops_the_run() -> None:
+    fake = AsyncFake(latency=0.0, faults={dp(0).id: [ConnectionRefusedError("nobody home")]})
+    out, sink = collect()
+    stats = run_async(fake, items(50), sink, concurrency=4, parse=parse, retry=FAST)
+    assert len(out) == 1 and out[0].status == "error" and fake.calls == [dp(0).id]
+    assert stats.aborted and "nobody home" in stats.aborted
+    out2, sink2 = collect()
+    stats2 = run_batched(BatchFake(bad=dp(0).id), items(5), sink2, batch_size=2, retry=FAST)
+    assert len(out2) == 1 and stats2.aborted
 
 
 def test_async_fault_mix_loses_and_duplicates_nothing() -> None:
