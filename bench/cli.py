@@ -33,8 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         print(f"bench: unknown command {name!r}{hint}", file=sys.stderr)
         return 2
+    from bench._script import run
+
     module = importlib.import_module(f"bench.{name}")
-    return int(module.main(rest))
+    return run(module.main, rest)
 
 
 if __name__ == "__main__":
