@@ -1,0 +1,181 @@
+"""bench/leaderboard.py on the hand-made fixture: golden tables, determinism, --check, refusals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench import leaderboard as L
+from bench.errors import IntegrityError
+
+FIX = Path(__file__).parent / "fixtures" / "leaderboard"
+TEXTS = L.OUTPUT_TEXTS
+
+
+def args(gt: Path, pred: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "--ground-truth",
+        str(gt),
+        "--predictions",
+        str(pred),
+        "--judges",
+        str(FIX / "judges.toml"),
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("lb")
+    assert L.main(args(FIX / "ground_truth.jsonl", FIX / "predictions", out)) == 0
+    return out
+
+
+@pytest.mark.parametrize("name", TEXTS)
+def test_golden_tables(rendered: Path, name: str) -> None:
+    """The fixture gives exactly the committed tables (regenerate them only on purpose)."""
+    assert (rendered / name).read_text(encoding="utf-8") == (FIX / "expected" / name).read_text(
+        encoding="utf-8"
+    )
+
+
+def test_hand_computed_rows_in_table(rendered: Path) -> None:
+    report = json.loads((rendered / "leaderboard.json").read_text())
+    by_id = {e["id"]: e for e in report["judges"]}
+    a, b, g = by_id["alpha"], by_id["beta"], by_id["gamma"]
+    assert a["metrics"]["balanced_accuracy"]["value"] == 0.875
+    assert a["metrics"]["reward"]["value"] == round(1.75 / 6, 4)
+    assert a["latency"] == {"p50_s": 0.4, "p95_s": 0.67, "n": 7, "hardware": "cpu: 2 cores"}
+    assert a["cost_per_1000"] == 0.7
+    # alpha's duplicate rjudge:2:1 (STOP, then CONTINUE) resolves to the last line; the torn line is skipped
+    assert a["metrics"]["specificity"]["value"] == 0.75
+    assert b["risk_from_act"] == 1.0 and b["metrics"]["auroc"]["value"] == 0.625
+    assert (b["counts"]["n_invalid"], b["counts"]["n_error"]) == (1, 1)
+    assert b["metrics"]["early"]["value"] == 0.5
+    assert g["metrics"]["missed"]["value"] == 0.5 and g["metrics"]["late"]["value"] == 0.5
+    assert b["cost_per_1000"] is None  # no prices
+    # ranks follow the point order; every CI brackets its value
+    assert [e["id"] for e in report["judges"]] == ["alpha", "beta", "gamma"]
+    for e in report["judges"]:
+        for m in e["metrics"].values():
+            lo, hi = m["ci"]
+            if m["value"] is not None and lo is not None:
+                assert lo - 1e-9 <= m["value"] <= hi + 1e-9
+    # the disputed trajectory and the dev row are out; the post-onset rows count only per trajectory
+    gt = report["ground_truth"]
+    assert (gt["steps"], gt["trajectories"], gt["disputed_excluded"]) == (6, 4, 3)
+    assert report["not_yet_evaluated"] == [
+        {
+            "id": "epsilon",
+            "display_name": "Epsilon",
+            "reason": "no predictions for this dataset version",
+        }
+    ]
+    assert [r["judge"] for r in report["refused"]] == ["delta"]
+    assert report["by_source"]["rjudge"]["n_steps"] == 4
+    assert report["by_source"]["rjudge"]["judges"]["alpha"]["traj_specificity"] == 0.0
+
+
+def test_markdown_and_html_escape_names(rendered: Path) -> None:
+    html = (rendered / "leaderboard.html").read_text()
+    assert "Alpha &lt;b&gt;judge&lt;/b&gt;" in html and "<b>judge" not in html
+    md = (rendered / "leaderboard.md").read_text()
+    assert "Beta \\| no scores" in md and "<b>" not in md
+    assert "0.625 [" in md and "]†" in md  # beta's AUROC is flagged as scored from acts
+
+
+def test_deterministic_bytes_and_check(tmp_path: Path, rendered: Path) -> None:
+    out = tmp_path / "again"
+    assert L.main(args(FIX / "ground_truth.jsonl", FIX / "predictions", out)) == 0
+    for p in sorted(rendered.rglob("*")):
+        if p.is_file():
+            assert (out / p.relative_to(rendered)).read_bytes() == p.read_bytes(), p.name
+    assert L.main(args(FIX / "ground_truth.jsonl", FIX / "predictions", out, "--check")) == 0
+    (out / "leaderboard.csv").write_text("stale\n")
+    assert L.main(args(FIX / "ground_truth.jsonl", FIX / "predictions", out, "--check")) == 1
+
+
+def test_check_sees_changed_predictions_and_plots(tmp_path: Path) -> None:
+    pred = tmp_path / "predictions"
+    shutil.copytree(FIX / "predictions", pred)
+    out = tmp_path / "out"
+    assert L.main(args(FIX / "ground_truth.jsonl", pred, out)) == 0
+    f = pred / "gamma" / "fixture-1" / "c0ffee.jsonl"
+    f.write_text(f.read_text().replace('"risk": 90', '"risk": 40'))
+    assert L.main(args(FIX / "ground_truth.jsonl", pred, out, "--check")) == 1
+    # a plot from other data is caught through its digest even when the tables match
+    assert L.main(args(FIX / "ground_truth.jsonl", pred, out)) == 0
+    shutil.copy(out / "plots" / "roc.png", out / "plots" / "reliability.png")
+    assert L.main(args(FIX / "ground_truth.jsonl", pred, out, "--check")) == 1
+
+
+def test_no_ground_truth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "ground_truth.jsonl"
+    assert L.main(args(missing, tmp_path, tmp_path / "o", "--check")) == 0
+    assert "nothing to check" in capsys.readouterr().out
+    from bench._script import run
+
+    assert run(L.main, args(missing, tmp_path, tmp_path / "o")) == 2
+    assert "no ground truth" in capsys.readouterr().err
+
+
+def test_incomplete_and_unknown_ids(tmp_path: Path) -> None:
+    pred = tmp_path / "predictions"
+    shutil.copytree(FIX / "predictions", pred)
+    f = pred / "gamma" / "fixture-1" / "c0ffee.jsonl"
+    lines = [ln for ln in f.read_text().splitlines() if '"sample:b:1"' not in ln]
+    f.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    assert L.main(args(FIX / "ground_truth.jsonl", pred, out)) == 0
+    report = json.loads((out / "leaderboard.json").read_text())
+    assert [e["id"] for e in report["judges"]] == ["alpha", "beta"]
+    assert report["incomplete"] == [
+        {"id": "gamma", "predictions": "gamma/fixture-1/c0ffee.jsonl", "covered": 7, "expected": 8}
+    ]
+    f.write_text(
+        f.read_text()
+        + json.dumps({"type": "decision", "id": "other:1:1", "act": "STOP", "status": "ok"})
+        + "\n"
+    )
+    with pytest.raises(IntegrityError, match="not in ground truth"):
+        L.main(args(FIX / "ground_truth.jsonl", pred, out))
+
+
+def test_latest_config_wins_and_rank_metric(tmp_path: Path) -> None:
+    pred = tmp_path / "predictions"
+    shutil.copytree(FIX / "predictions", pred)
+    old = pred / "alpha" / "fixture-1" / "0ld.jsonl"
+    old.write_text(
+        (pred / "beta" / "fixture-1" / "c0ffee.jsonl")
+        .read_text()
+        .replace('"beta"', '"alpha"')
+        .replace("2026-01-01", "2025-01-01")
+    )
+    out = tmp_path / "out"
+    assert L.main(args(FIX / "ground_truth.jsonl", pred, out, "--metric", "brier")) == 0
+    report = json.loads((out / "leaderboard.json").read_text())
+    assert report["superseded"] == [
+        {
+            "judge": "alpha",
+            "path": "alpha/fixture-1/0ld.jsonl",
+            "reason": "older config than c0ffee",
+        }
+    ]
+    assert report["settings"]["rank_metric"] == "brier"
+    assert report["judges"][0]["id"] == "alpha"  # lowest Brier
+    assert report["judges"][0]["metrics"]["balanced_accuracy"]["value"] == 0.875
+
+
+def test_without_judges_toml(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = args(FIX / "ground_truth.jsonl", FIX / "predictions", out)
+    argv[argv.index("--judges") + 1] = str(tmp_path / "none.toml")
+    assert L.main(argv) == 0
+    report = json.loads((out / "leaderboard.json").read_text())
+    assert report["not_yet_evaluated"] == [] and report["judges"][0]["display_name"] == "alpha"
