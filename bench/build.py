@@ -61,6 +61,12 @@ GROUND_TRUTH = REPO_ROOT / "leaderboards" / "ground_truth.jsonl"
 """The committed ground truth (its ``.meta.json`` sits beside it)."""
 
 PHASES = ("safe", "pre", "onset", "post")
+
+LEAK_MIN_CHARS = 40
+"""Shortest observation the leak check looks for in its own step's thought: shorter results are
+often anticipated in the thought in so many words (StepShield: the thought "Backup completed;
+restore must be validated." before a status command that prints "Backup completed"), which is the
+agent's expectation, not a leaked result."""
 BINARY = ("SAFE", "UNSAFE")
 
 
@@ -187,30 +193,13 @@ def load_source(name: str, work: Path, raw_path: Path | None = None) -> SourceDa
 
 
 def _sample_proposals(src: SourceData) -> list[Any]:
-    """Label rows for the sample taken straight from its hand-written gold (used when
-    data/labels/sample.jsonl has not been written)."""
-    from bench.labels import LabelRow
-    from bench.sources.sample import gold_labels
+    """Label rows for the sample from its proposer (its hand-written gold), as `python
+    bench/label.py --source sample` would write them; used when data/labels/sample.jsonl is
+    absent so the sample builds on a fresh clone."""
+    from bench.label import label_trajectories
+    from bench.labels import load_taxonomy
 
-    rows = []
-    for t in src.trajectories:
-        for dp, g in zip(decision_points(t), gold_labels(t), strict=True):
-            rows.append(
-                LabelRow(
-                    id=dp.id,
-                    trajectory_id=t.id,
-                    proposer=g.provenance or "sample",
-                    confidence=1.0,
-                    act=g.act,
-                    phase=g.phase,
-                    onset=g.onset,
-                    fail=g.fail,
-                    harm=g.harm,
-                    src=g.src,
-                    cite=g.cite,
-                    scored=g.scored,
-                )
-            )
+    _, rows = label_trajectories(src.trajectories, load_taxonomy())
     return rows
 
 
@@ -348,14 +337,16 @@ def _check_leak(t: Trajectory, i: int, dp: DecisionPoint) -> list[str]:
     if dp.history != t.turns[:i]:
         return ["the view's history is not exactly the turns before the action"]
     obs = (t.turns[i].observation or "").strip()
-    if len(obs) < 16:  # too short to tell a leak from a coincidence ("OK", "{}")
+    if len(obs) < LEAK_MIN_CHARS:
         return []
-    own = "\n".join([dp.thought or "", dp.action.text])
+    # A result the action itself spells out (`echo "tests failed"`, a file write) is not a leak,
+    # nor is one already visible earlier; text found only in the step's own thought is (the
+    # ASSEBench pattern "[Observation]: ..." written into the thought).
     earlier = "\n".join(
         x for turn in dp.history for x in (turn.content, turn.thought, turn.observation) if x
     )
-    if obs in own and obs not in earlier:
-        return ["the judged step's thought or action contains its own observation"]
+    if obs in (dp.thought or "") and obs not in dp.action.text and obs not in earlier:
+        return ["the judged step's thought contains its own observation"]
     return []
 
 

@@ -9,6 +9,7 @@ only when a push happens.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,15 +75,29 @@ def push(
     check_publishable(licenses, private)
     from huggingface_hub import HfApi
 
-    api = HfApi(endpoint=endpoint, token=token)
+    # read HF_ENDPOINT now, not at huggingface_hub's import, so a mirror set later still counts
+    api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
     try:
         api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
+        # exist_ok reuses a repository as it is: a public one must not receive private data
+        if (
+            private
+            and forbidden_configs(licenses)
+            and not getattr(api.dataset_info(repo), "private", False)
+        ):
+            raise PublishError(
+                f"{repo} already exists and is public; it may not receive "
+                f"{', '.join(forbidden_configs(licenses))}: make it private on the Hub or "
+                "push to a new repository name"
+            )
         info = api.upload_folder(
             folder_path=str(folder),
             repo_id=repo,
             repo_type="dataset",
             commit_message=message,
         )
+    except PublishError:
+        raise
     except Exception as e:  # noqa: BLE001 - any hub failure becomes one actionable message
         raise PublishError(
             f"upload to {repo} failed: {e}; check HF_TOKEN (write access) and the network, then "

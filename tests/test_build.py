@@ -287,9 +287,7 @@ def test_a_view_that_leaks_its_own_observation_stops_the_build(tmp_path: Path) -
     )
     leaky = Trajectory(**(vars(t) | {"turns": tuple(turns)}))
     trajs = [leaky, *corpus(6)[1:]]
-    with pytest.raises(
-        DataError, match="sample:t0:2: the judged step's thought or action contains"
-    ):
+    with pytest.raises(DataError, match="sample:t0:2: the judged step's thought contains its own"):
         run_build(setup(tmp_path, trajs))
 
 
@@ -371,3 +369,145 @@ def test_licence_gate_refuses_non_redistributable_configs_unless_private() -> No
 def test_push_of_rjudge_is_refused_before_building(tmp_path: Path) -> None:
     with pytest.raises(BenchError, match="--private"):
         build.main(["--source", "rjudge", "--work", str(tmp_path), "--push-to-hub", "me/x"])
+
+
+class FakeHub:
+    """The few Hub endpoints create_repo + upload_folder use, on 127.0.0.1, recording calls."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.calls: list[str] = []
+        self.yaml: list[str] = []
+        self.committed: list[str] = []
+        self.created: list[dict[str, Any]] = []
+        self.force_private = False
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a: Any) -> None:
+                pass
+
+            def _send(self, code: int, obj: Any) -> None:
+                body = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                hub.calls.append(f"GET {self.path}")
+                for d in hub.created:
+                    repo = f"{d.get('organization') or 'me'}/{d['name']}"
+                    if self.path.split("?")[0].startswith(f"/api/datasets/{repo}"):
+                        private = d.get("visibility") == "private" or hub.force_private
+                        self._send(200, {"id": repo, "private": private, "sha": "f" * 40})
+                        return
+                self._send(404, {"error": "not in the fake"})
+
+            def do_POST(self) -> None:
+                import gzip
+
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    raw = gzip.decompress(raw)
+                hub.calls.append(f"POST {self.path}")
+                base = f"http://127.0.0.1:{self.server.server_port}"
+                if self.path == "/api/repos/create":
+                    d = json.loads(raw)
+                    hub.created.append(d)
+                    org = d.get("organization") or "me"
+                    self._send(200, {"url": f"{base}/datasets/{org}/{d['name']}"})
+                elif self.path == "/api/validate-yaml":
+                    hub.yaml.append(json.loads(raw)["content"])
+                    self._send(200, {"errors": [], "warnings": []})
+                elif "/preupload/" in self.path:
+                    files = json.loads(raw)["files"]
+                    self._send(200, {"files": [
+                        {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                        for f in files
+                    ]})  # fmt: skip
+                elif "/commit/" in self.path:
+                    for line in raw.decode().splitlines():
+                        item = json.loads(line)
+                        if item.get("key") == "file":
+                            hub.committed.append(item["value"]["path"])
+                    sha = "c0ffee" * 6 + "abcd"
+                    self._send(
+                        200, {"commitUrl": f"{base}/datasets/me/x/commit/{sha}", "commitOid": sha}
+                    )
+                else:
+                    self._send(404, {"error": "not in the fake"})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    import huggingface_hub.constants as hc
+
+    hub = FakeHub()
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_TOKEN", "hf_fake_token_for_tests")
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
+    yield hub
+    hub.close()
+
+
+def test_push_uploads_every_file_and_returns_the_commit(
+    tmp_path: Path, fake_hub: FakeHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = setup(tmp_path, corpus(6))
+    rc = build.main(
+        ["--source", "sample", "--work", str(p["work"]), "--out", str(p["out"]),
+         "--labels", str(p["labels"]), "--reviews", str(p["reviews"]),
+         "--ground-truth", str(p["gt"]), "--push-to-hub", "me/x"]
+    )  # fmt: skip
+    assert rc == 0
+    version = (p["out"] / "LATEST").read_text().strip()
+    manifest = json.loads((p["out"] / version / "manifest.json").read_text())
+    assert sorted(fake_hub.committed) == sorted([*manifest["files"], "manifest.json"])
+    assert fake_hub.created and fake_hub.created[0].get("visibility") != "private"
+    assert fake_hub.yaml and fake_hub.yaml[0].startswith("---\n")
+    assert "at revision c0ffee" in capsys.readouterr().out
+
+
+def test_refused_push_makes_no_request(tmp_path: Path, fake_hub: FakeHub) -> None:
+    with pytest.raises(PublishError):
+        build.main(["--source", "rjudge", "--source", "sample", "--work", str(tmp_path),
+                    "--push-to-hub", "me/x"])  # fmt: skip
+    assert fake_hub.calls == []
+
+
+def test_private_push_lifts_the_gate(tmp_path: Path, fake_hub: FakeHub) -> None:
+    from bench.hub import push
+
+    folder = tmp_path / "v"
+    (folder / "rjudge").mkdir(parents=True)
+    (folder / "rjudge" / "test.parquet").write_bytes(b"PAR1" * 8)
+    res = push(folder, "me/private", private=True, licenses={"rjudge": "none"}, message="m")
+    assert res.commit.startswith("c0ffee") and res.private
+    assert fake_hub.created[0]["visibility"] == "private"
+    assert fake_hub.committed == ["rjudge/test.parquet"]
+
+
+def test_private_push_refuses_an_existing_public_repo(tmp_path: Path, fake_hub: FakeHub) -> None:
+    from bench.hub import push
+
+    fake_hub.created.append({"name": "pub", "organization": "me", "visibility": "public"})
+    folder = tmp_path / "v"
+    folder.mkdir()
+    (folder / "x.parquet").write_bytes(b"PAR1")
+    with pytest.raises(PublishError, match="already exists and is public"):
+        push(folder, "me/pub", private=True, licenses={"rjudge": "none"}, message="m")
+    assert fake_hub.committed == []
