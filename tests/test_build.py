@@ -511,3 +511,61 @@ def test_private_push_refuses_an_existing_public_repo(tmp_path: Path, fake_hub: 
     with pytest.raises(PublishError, match="already exists and is public"):
         push(folder, "me/pub", private=True, licenses={"rjudge": "none"}, message="m")
     assert fake_hub.committed == []
+
+
+# --------------------------------------------------------------------------- real sources
+
+
+@pytest.fixture(scope="module")
+def real_build(raw_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """R-Judge and ASSEBench extracted, labelled and built under tmp (StepShield's 16k points
+    are left to the full build, which runs the same check over every record)."""
+    from bench import extract, label
+
+    tmp = tmp_path_factory.mktemp("real")
+    names = ["rjudge", "assebench"]
+    argv = ["--path", str(raw_root), "--out", str(tmp / "extract"), "--quiet"]
+    assert extract.main([a for n in names for a in ("--source", n)] + argv) == 0
+    largv = ["--work", str(tmp), "--out", str(tmp / "labels"), "--quiet"]
+    assert label.main([a for n in names for a in ("--source", n)] + largv) == 0
+    kw = {"work": tmp, "labels_dir": tmp / "labels", "reviews_dir": tmp / "none"}
+    first = build.build(names, out=tmp / "b1", ground_truth=tmp / "gt1.jsonl", **kw)
+    second = build.build(names, out=tmp / "b2", ground_truth=tmp / "gt2.jsonl", **kw)
+    return tmp, first, second
+
+
+def test_real_build_is_reproducible(real_build: Any) -> None:
+    tmp, first, second = real_build
+    assert first.version == second.version
+    m1 = (first.path / "manifest.json").read_bytes()
+    assert m1 == (second.path / "manifest.json").read_bytes()
+    assert (tmp / "gt1.jsonl").read_bytes() == (tmp / "gt2.jsonl").read_bytes()
+    assert {r.point.source for r in first.records} == {"rjudge", "assebench"}
+
+
+def test_every_real_record_shows_its_action_verbatim(real_build: Any) -> None:
+    tmp, first, _ = real_build
+    ds = load(first.version, build_dir=tmp / "b1")
+    assert len(ds.points) == len(first.records) > 3000
+    for dp in ds.points:
+        needle = action_text(dp)
+        for name in TEMPLATES:
+            assert needle in render(dp, name).text, (dp.id, name)
+
+
+def test_real_splits_keep_templates_duplicates_and_groups_together(real_build: Any) -> None:
+    tmp, first, _ = real_build
+    trajs = [Trajectory.from_dict(d) for d in read_jsonl(tmp / "extract/rjudge/trajectories.jsonl")]
+    split = {r.point.trajectory_id: r.split for r in first.records}
+    by_attacker: dict[str, set[str]] = {}
+    for t in trajs:
+        if t.id not in split:
+            continue
+        if t.metadata.get("attacker_template"):
+            by_attacker.setdefault(t.metadata["attacker_template"], set()).add(split[t.id])
+        if t.metadata.get("duplicate_of"):
+            assert split[t.id] == split[t.metadata["duplicate_of"]]
+    assert len(by_attacker) > 40 and all(len(s) == 1 for s in by_attacker.values())
+    dev = sum(s == "dev" for s in split.values()) / len(split)
+    assert 0.25 <= dev <= 0.35
+    assert "rjudge" in (first.path / "README.md").read_text()
