@@ -139,8 +139,13 @@ class TrajectoryDecision:
     """Why, in the project's own words (never upstream text)."""
     disputed: bool = False
     """True when a reviewer marked the upstream trajectory label as wrong."""
-    reviewed: bool = False
-    """True when a human review or adjudication set or confirmed it."""
+    reviewer: str = ""
+    """Who reviewed it (names joined by ``+``); empty for an unreviewed proposal."""
+
+    @property
+    def reviewed(self) -> bool:
+        """True when a human review or adjudication set or confirmed it."""
+        return bool(self.reviewer)
 
     def label_values(self) -> dict[str, Any]:
         """The label content (what a reviewer judges), without provenance."""
@@ -159,10 +164,18 @@ class TrajectoryDecision:
         return asdict(self)
 
 
+HASHED_FIELDS = ("onset", "act", "fail", "harm", "src", "cite")
+"""The scored label values a proposal hash covers (post_act is unscored and left out, so a
+decision keeps its hash through the row file, where an unset post_act reads back as STOP)."""
+
+
 def decision_hash(decision: TrajectoryDecision) -> str:
-    """Hash of what a reviewer sees of a proposal: the trajectory id and the label values. A
+    """Hash of what a reviewer judges in a proposal: trajectory id and ``HASHED_FIELDS``. A
     changed proposer name or confidence with the same labels keeps the hash."""
-    return content_hash({"trajectory_id": decision.trajectory_id, **decision.label_values()})
+    v = decision.label_values()
+    return content_hash(
+        {"trajectory_id": decision.trajectory_id} | {k: v[k] for k in HASHED_FIELDS}
+    )
 
 
 def validate_decision(traj: Trajectory, d: TrajectoryDecision, tax: Taxonomy) -> list[str]:
