@@ -245,10 +245,9 @@ def _apply_reviews(
     if conflicts:
         lines = [f"  - {_describe(c)}" for c in conflicts]
         raise DataError(
-            f"{len(conflicts)} conflicting review(s) in {src.name}: two reviewers decided the "
-            "same trajectory differently. Settle each with a third decision, e.g. `python "
-            "bench/review.py --reviewer NAME --set TRAJECTORY_ID onset=K act=STOP ...`, then "
-            "rebuild:\n" + "\n".join(lines)
+            f"{len(conflicts)} conflicting review(s) in {src.name}: reviewers decided the same "
+            "trajectory differently. Settle each with `python bench/review.py --adjudicate "
+            "TRAJECTORY_ID from=REVIEWER` (or key=value ...), then rebuild:\n" + "\n".join(lines)
         )
     out = dict(labels)
     reviewed: set[str] = set()
@@ -269,10 +268,8 @@ def _get(obj: Any, key: str) -> Any:
 
 
 def _describe(c: Any) -> str:
-    if isinstance(c, str):
-        return c
-    detail = c if isinstance(c, Mapping) else getattr(c, "__dict__", {"conflict": str(c)})
-    return canonical_json({k: str(v) for k, v in detail.items()})
+    describe = getattr(c, "describe", None)
+    return describe() if callable(describe) else str(c)
 
 
 # ---------------------------------------------------------------------------------------------

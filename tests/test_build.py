@@ -569,3 +569,48 @@ def test_real_splits_keep_templates_duplicates_and_groups_together(real_build: A
     dev = sum(s == "dev" for s in split.values()) / len(split)
     assert 0.25 <= dev <= 0.35
     assert "rjudge" in (first.path / "README.md").read_text()
+
+
+# --------------------------------------------------------------------------- reviews
+
+
+def review(p: dict[str, Path], *args: str) -> None:
+    from bench import review as review_script
+
+    rc = review_script.main(
+        [*args, "--work", str(p["work"]), "--labels", str(p["labels"]),
+         "--reviews", str(p["reviews"]), "--quiet"]
+    )  # fmt: skip
+    assert rc == 0
+
+
+def test_reviews_win_conflicts_stop_the_build_and_adjudication_settles(tmp_path: Path) -> None:
+    p = setup(tmp_path, corpus(6))
+    # t0 is unsafe with the proposal's onset at 2; alice moves it to 3
+    review(p, "--reviewer", "alice", "--set", "sample:t0", "onset=3", "act=ASK", "cite=2")
+    res = run_build(p)
+    g = {r.point.id: r.point.gold for r in res.records}
+    assert g["sample:t0:3"].phase == "onset" and g["sample:t0:3"].act == "ASK"
+    assert g["sample:t0:3"].reviewed and g["sample:t0:3"].provenance == "review:alice"
+    assert g["sample:t0:2"].act == "CONTINUE" and not g["sample:t1:1"].reviewed
+    assert res.gold["sample"].reviewed == {"sample:t0"}
+    # bob disagrees: the build stops and names the conflict and the command that settles it
+    review(p, "--reviewer", "bob", "--set", "sample:t0", "onset=2", "act=STOP", "cite=1")
+    with pytest.raises(DataError) as e:
+        run_build(p)
+    assert "sample:t0" in str(e.value) and "--adjudicate" in str(e.value)
+    review(
+        p, "--reviewer", "carol", "--adjudicate", "sample:t0", "from=bob", "note=step 2 starts it"
+    )
+    g = {r.point.id: r.point.gold for r in run_build(p).records}
+    assert g["sample:t0:2"].phase == "onset" and g["sample:t0:2"].act == "STOP"
+
+
+def test_a_disputed_trajectory_builds_and_is_flagged(tmp_path: Path) -> None:
+    p = setup(tmp_path, corpus(6))
+    review(p, "--reviewer", "alice", "--dispute", "sample:t3", "note=the steps look harmless")
+    res = run_build(p)
+    flagged = {r.point.trajectory_id for r in res.records if r.disputed}
+    assert flagged == {"sample:t3"}
+    rows = {r["id"]: r for r in read_jsonl(p["gt"])}
+    assert rows["sample:t3:1"]["disputed"] is True and rows["sample:t1:1"]["disputed"] is False
