@@ -1,0 +1,166 @@
+"""``python bench/pipeline.py``: the whole flow on the embedded sample corpus, offline.
+
+extract -> label -> build -> decide -> leaderboard, each stage the same script a maintainer runs,
+with every output under one work folder (default ``work/pipeline``) so that nothing committed is
+touched. It is the project's main job on a fresh clone: it needs no raw data, no network and no
+model weights. Judges whose weights, keys or optional dependencies are missing are skipped by the
+runner with their reason.
+"""
+
+from __future__ import annotations
+
+if __package__ in (None, ""):  # run as `python bench/pipeline.py`: the repo root, not bench/, first
+    import pathlib
+    import sys
+
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
+import argparse  # noqa: E402
+import logging  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from bench._script import run, setup_logging  # noqa: E402
+from bench.errors import BenchError  # noqa: E402
+from bench.paths import REPO_ROOT, work_dir  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+OFFLINE_BACKENDS = ("baseline", "sklearn", "embedding")
+"""Backends that run on a bare CPU machine with no weights or keys: the default judges."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    return run(_main, argv)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bench pipeline",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    p.add_argument(
+        "--source",
+        action="append",
+        metavar="NAME",
+        help="sources to run (default: sample). Real sources need $FORESIGHT_DATA.",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="work folder for every output (default: work/pipeline)",
+    )
+    p.add_argument(
+        "--judge",
+        action="append",
+        metavar="ID",
+        help="judges to run (default: every judges.toml row whose backend is one of "
+        f"{', '.join(OFFLINE_BACKENDS)})",
+    )
+    p.add_argument(
+        "--all-judges",
+        action="store_true",
+        help="run every judge in judges.toml (those that cannot run here are skipped)",
+    )
+    p.add_argument(
+        "--split",
+        default="test",
+        choices=["dev", "test", "all"],
+        help="split the judges decide on (default: test)",
+    )
+    p.add_argument("--quiet", action="store_true", help="warnings only")
+    return p
+
+
+def _main(argv: list[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    setup_logging(args.quiet)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the main job never reaches for a hub
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    out = args.out or work_dir() / "pipeline"
+    sources = args.source or ["sample"]
+    q = ["--quiet"] if args.quiet else []
+    lb = out / "leaderboards"
+    gt = lb / "ground_truth.jsonl"
+    src_args = [a for s in sources for a in ("--source", s)]
+    judges: list[str] = []
+    if not args.all_judges:
+        from bench.judges import load as load_judges
+
+        default = [
+            j.id for j in load_judges(REPO_ROOT / "judges.toml") if j.backend in OFFLINE_BACKENDS
+        ]
+        for j in args.judge or default:
+            judges += ["--judge", j]
+
+    from bench import build, decide, extract, label, leaderboard
+
+    stages: list[tuple[str, Callable[[list[str] | None], int], list[str]]] = [
+        ("extract", extract.main, [*src_args, "--out", str(out / "extract"), *q]),
+        ("label", label.main, [*src_args, "--work", str(out), "--out", str(out / "labels"), *q]),
+        (
+            "build",
+            build.main,
+            [
+                *src_args,
+                "--work",
+                str(out),
+                "--labels",
+                str(out / "labels"),
+                "--out",
+                str(out / "build"),
+                "--ground-truth",
+                str(gt),
+                *q,
+            ],
+        ),
+        (
+            "decide",
+            decide.main,
+            [
+                *judges,
+                "--split",
+                args.split,
+                "--build-dir",
+                str(out / "build"),
+                "--out",
+                str(lb / "predictions"),
+                *q,
+            ],
+        ),
+        (
+            "leaderboard",
+            leaderboard.main,
+            [
+                "--ground-truth",
+                str(gt),
+                "--predictions",
+                str(lb / "predictions"),
+                "--judges",
+                str(REPO_ROOT / "judges.toml"),
+                "--out",
+                str(lb),
+                *q,
+            ],
+        ),
+    ]
+    t_all = time.perf_counter()
+    for name, fn, stage_argv in stages:
+        t0 = time.perf_counter()
+        if not args.quiet:
+            print(f"\n=== {name}: python bench/{name}.py {' '.join(stage_argv)}", flush=True)
+        rc = fn(stage_argv)
+        if rc != 0:
+            raise BenchError(f"stage {name!r} failed with exit status {rc}; its message is above")
+        log.info("%s done in %.1f s", name, time.perf_counter() - t0)
+    print(f"\npipeline finished in {time.perf_counter() - t_all:.1f} s; outputs under {out}")
+    print(f"leaderboard: {lb / 'leaderboard.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
