@@ -299,7 +299,11 @@ def step_labels(
     if problems:
         raise DataError(f"{traj.id}: invalid decision: " + "; ".join(problems))
     d = decision
-    common = {"trajectory_id": traj.id, "proposer": d.proposer, "confidence": d.confidence}
+    common: dict[str, Any] = {
+        "trajectory_id": traj.id,
+        "proposer": d.proposer,
+        "confidence": d.confidence,
+    }
     rows: list[LabelRow] = []
     for k, _ in traj.actions():
         dp = f"{traj.id}:{k}"
@@ -357,7 +361,7 @@ def decisions_from_rows(rows: Iterable[LabelRow]) -> dict[str, TrajectoryDecisio
             harm=o.harm if o else NONE,
             src=o.src if o else NONE,
             cite=o.cite if o else None,
-            post_act=post[0] if post else None,  # type: ignore[arg-type]
+            post_act=post[0] if post else None,
             proposer=first.proposer,
             confidence=first.confidence,
         )

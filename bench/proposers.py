@@ -495,7 +495,7 @@ def _unintended_onset(acts: list[tuple[int, int, Action]], desc: str) -> tuple[s
     for k, a in doing:
         if is_risky(a):
             return "rjudge.risky_tool", k
-    return "rjudge.last_action", (doing or [(acts[-1][0], None)])[-1][0]
+    return "rjudge.last_action", doing[-1][0] if doing else acts[-1][0]
 
 
 def _assebench(traj: Trajectory, tax: Taxonomy) -> TrajectoryDecision:

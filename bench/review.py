@@ -427,7 +427,7 @@ def stats_report(
         1
         for rs in by_traj.values()
         for r in rs.values()
-        if is_current(r, proposals.get(r.trajectory_id))  # type: ignore[arg-type]
+        if is_current(r, proposals.get(r.trajectory_id))
     )
     lines.append(
         f"REVIEWS: {len(reviews)} rows, {sum(len(v) for v in by_traj.values())} latest, "
@@ -491,8 +491,8 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
     reviews = load_reviews(args.reviews)
     work = work_dir(args.work)
     if args.stats:
-        keep = {t for t in proposals if not args.source or source_of(t) in args.source}
-        print(stats_report({t: proposals[t] for t in keep}, reviews))
+        chosen = {t for t in proposals if not args.source or source_of(t) in args.source}
+        print(stats_report({t: proposals[t] for t in chosen}, reviews))
         return 0
     scripted = args.accept or args.set or args.dispute or args.adjudicate
     if args.values and not scripted:
@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
         path = append_review(args.reviews, r)
         print(f"recorded {kind} by {r.reviewer} for {tid}: {describe_decision(r)} -> {path}")
         return 0
-    sources = args.source or sorted({source_of(t) for t in proposals})
+    sources: list[str] = args.source or sorted({source_of(t) for t in proposals})
     trajs = load_trajectories(work, sources)
     keep = [
         t.id

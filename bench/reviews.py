@@ -303,7 +303,7 @@ def _act_or_none(key: str, v: str) -> Act | None:
     up = v.upper()
     if up not in ACTS:
         raise DataError(f"{key}={v!r} must be one of {', '.join(ACTS)}")
-    return up  # type: ignore[return-value]
+    return up
 
 
 def make_review(
