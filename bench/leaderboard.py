@@ -479,6 +479,9 @@ def build_report(
         "by_source": breakdown(gold.source),
         "by_category": breakdown(gold.category),
         "not_yet_evaluated": not_yet,
+        "paired_differences": paired_differences(
+            {j: s.metrics for j, s in points.items()}, boot, [e["id"] for e in judge_entries]
+        ),
         "incomplete": incomplete,
         "refused": list(refused),
         "superseded": list(superseded),
@@ -488,6 +491,30 @@ def build_report(
             for k in ("roc", "accuracy_latency", "reliability", "trajectory_outcomes")
         },
     }
+
+
+PAIRED_METRICS = BREAKDOWN_METRICS
+"""Metrics whose paired differences the JSON carries for every pair of ranked judges."""
+
+
+def paired_differences(
+    points: Mapping[str, Mapping[str, float]], boot: M.Bootstrap, order: Sequence[str]
+) -> dict[str, Any]:
+    """Every pair (a, b) of ranked judges, a before b in table order: the difference a - b of
+    each PAIRED_METRICS point estimate with its paired bootstrap interval (for the Space's
+    Compare tab; b - a is the negation). Pure."""
+    pairs = []
+    for i, a in enumerate(order):
+        for b in order[i + 1 :]:
+            diffs = {}
+            for m in PAIRED_METRICS:
+                d = points[a][m] - points[b][m]
+                diffs[m] = {
+                    "value": _r(d),
+                    "ci": [_r(v) for v in M.paired_interval(boot, a, b, m)],
+                }
+            pairs.append({"a": a, "b": b, "diff": diffs})
+    return {"metrics": list(PAIRED_METRICS), "pairs": pairs}
 
 
 # --------------------------------------------------------------------------- rendering

@@ -727,6 +727,19 @@ def _significant(a: np.ndarray, b: np.ndarray, alpha: float) -> bool:
     return bool(lo > 0 or hi < 0)
 
 
+def paired_interval(boot: Bootstrap, a: str, b: str, metric: str) -> tuple[float, float]:
+    """Percentile interval (``boot.confidence``) of the paired bootstrap difference a - b on
+    ``metric``: both judges on the same trajectory draws, NaN resamples ignored. The Space's
+    Compare tab shows it; ``tie_groups`` asks the same question of the leader of each group."""
+    d = boot.samples[a][metric] - boot.samples[b][metric]
+    d = d[~np.isnan(d)]
+    if len(d) == 0:
+        return (float("nan"), float("nan"))
+    alpha = (1 - boot.confidence) / 2
+    lo, hi = np.quantile(d, [alpha, 1 - alpha])
+    return (float(lo), float(hi))
+
+
 # --------------------------------------------------------------------------- latency and cost
 
 

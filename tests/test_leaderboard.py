@@ -179,3 +179,37 @@ def test_without_judges_toml(tmp_path: Path) -> None:
     assert L.main(argv) == 0
     report = json.loads((out / "leaderboard.json").read_text())
     assert report["not_yet_evaluated"] == [] and report["judges"][0]["display_name"] == "alpha"
+
+
+def test_paired_differences_agree_with_tie_groups(rendered: Path) -> None:
+    """Every ranked pair carries a - b with its paired interval, and no judge whose difference
+    from the leader of tie group 1 is significant sits in that group."""
+    report = json.loads((rendered / "leaderboard.json").read_text())
+    pd_ = report["paired_differences"]
+    by_id = {e["id"]: e for e in report["judges"]}
+    order = [e["id"] for e in report["judges"]]
+    assert [(p["a"], p["b"]) for p in pd_["pairs"]] == [
+        (a, b) for i, a in enumerate(order) for b in order[i + 1 :]
+    ]
+    for p in pd_["pairs"]:
+        for m in pd_["metrics"]:
+            d = p["diff"][m]
+            va, vb = by_id[p["a"]]["metrics"][m]["value"], by_id[p["b"]]["metrics"][m]["value"]
+            if va is None or vb is None:
+                assert d["value"] is None
+                continue
+            assert d["value"] == pytest.approx(va - vb, abs=2e-4)
+    # the leader of group 1 on each metric: a judge in group 1 is never significantly worse
+    for m in pd_["metrics"]:
+        sign = 1 if next(x for x in report["metrics"] if x["name"] == m)["higher_is_better"] else -1
+        first = [e for e in report["judges"] if e["ranks"][m]["tie_group"] == 1]
+        lead = max(first, key=lambda e: sign * (e["metrics"][m]["value"] or 0.0))["id"]
+        for p in pd_["pairs"]:
+            if lead not in (p["a"], p["b"]):
+                continue
+            other = p["b"] if p["a"] == lead else p["a"]
+            lo, hi = p["diff"][m]["ci"]
+            if lo is not None and (lo > 0 or hi < 0):
+                assert by_id[other]["ranks"][m]["tie_group"] != 1, (m, other)
+    pair = {(p["a"], p["b"]): p["diff"] for p in pd_["pairs"]}
+    assert pair[("alpha", "gamma")]["balanced_accuracy"] == {"value": 0.5, "ci": [0.25, 1.0]}
