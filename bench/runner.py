@@ -244,8 +244,19 @@ async def arun_async(
 
 
 def run_async(backend: Any, items: Iterable[JudgeInput], sink: Sink, **kw: Any) -> RunStats:
-    """``arun_async`` on a fresh event loop (the caller must not be inside one)."""
-    return asyncio.run(arun_async(backend, items, sink, **kw))
+    """``arun_async`` on a fresh event loop (the caller must not be inside one). A backend's
+    ``aclose()``, when it has one, is awaited on that loop before it closes, so pooled
+    connections are shut cleanly instead of being left to the garbage collector."""
+
+    async def main() -> RunStats:
+        try:
+            return await arun_async(backend, items, sink, **kw)
+        finally:
+            aclose = getattr(backend, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    return asyncio.run(main())
 
 
 # ---------------------------------------------------------------------------------------- batched
