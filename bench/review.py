@@ -458,6 +458,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--dispute", metavar="ID", help="dispute ID's upstream label (note=...)")
     g.add_argument("--adjudicate", metavar="ID", help="settle a conflict on ID (from=REVIEWER)")
     g.add_argument("--list", action="store_true", help="print the queue instead of reviewing")
+    g.add_argument(
+        "--show", metavar="ID", help="print the review screen for trajectory ID and exit (no prompt)"
+    )
     p.add_argument("values", nargs="*", help="key=value: onset, act, fail, harm, src, cite, "
                    "post_act, note (and from= for --adjudicate)")  # fmt: skip
     p.add_argument("--reviewer", help="your reviewer name (file data/reviews/<name>.jsonl)")
@@ -493,6 +496,16 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
     if args.stats:
         chosen = {t for t in proposals if not args.source or source_of(t) in args.source}
         print(stats_report({t: proposals[t] for t in chosen}, reviews))
+        return 0
+    if args.show:
+        tid = str(args.show)
+        if tid not in proposals:
+            raise DataError(f"no proposal for {tid!r}: check the id (source:id) or run label.py")
+        trajs = load_trajectories(work, [source_of(tid)])
+        if tid not in trajs:
+            raise DataError(f"{tid} is not in the extracted trajectories; re-run extract.py")
+        others = [] if args.blind else list(latest(reviews).get(tid, {}).values())
+        print(render(trajs[tid], proposals[tid], others, full=args.full))
         return 0
     scripted = args.accept or args.set or args.dispute or args.adjudicate
     if args.values and not scripted:
