@@ -114,6 +114,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--on", default="local", choices=sorted(PLACES), help="where to run (default: here)"
     )
+    from bench import jobs  # the --on hf-jobs options (docs/hf-jobs.md)
+
+    jobs.add_arguments(ap)
     ap.add_argument("--check", action="store_true", help="validate the judges file and exit")
     return ap
 
@@ -414,6 +417,7 @@ def run_local(specs: list[judges_mod.JudgeSpec], args: argparse.Namespace) -> in
 
 PLACES: dict[str, Callable[[list[judges_mod.JudgeSpec], argparse.Namespace], int]] = {
     "local": run_local,
+    "hf-jobs": lambda specs, args: __import__("bench.jobs").jobs.run_remote(specs, args),
 }
 """Where judges can run (``--on``); a remote runner (HF Jobs) adds an entry here."""
 
