@@ -171,7 +171,7 @@ def load_source(name: str, work: Path, raw_path: Path | None = None) -> SourceDa
     if path.is_file():
         trajs = [Trajectory.from_dict(d) for d in read_jsonl(path)]
     elif name == "sample":
-        result = adapter.extract(raw_path or adapter.default_path(REPO_ROOT))  # type: ignore[arg-type]
+        result = adapter.extract(raw_path or adapter.default_path(REPO_ROOT))
         if result.rejects:
             raise DataError(
                 f"the sample corpus has {len(result.rejects)} malformed line(s) (first: "
@@ -369,7 +369,9 @@ def _check_onset(t: Trajectory, tps: Sequence[DecisionPoint], disputed: bool) ->
         ]
     onset = onset_steps[0]
     if onsets != {onset}:
-        out.append(f"{t.id}: onset field {sorted(onsets)} does not match the onset step {onset}")
+        out.append(
+            f"{t.id}: onset field {sorted(onsets, key=str)} does not match the onset step {onset}"
+        )
     for p in tps:
         assert p.gold is not None
         want = "pre" if p.k < onset else "onset" if p.k == onset else "post"
