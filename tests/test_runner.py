@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -67,7 +68,7 @@ def parse(text: str, item: JudgeInput) -> Verdict:
     return Verdict(status="ok", act="CONTINUE", raw=text)
 
 
-def collect() -> tuple[list[Prediction], object]:
+def collect() -> tuple[list[Prediction], Callable[[Prediction], None]]:
     out: list[Prediction] = []
     return out, out.append
 
@@ -250,3 +251,185 @@ def test_run_dispatches_and_rejects_unknown_backends() -> None:
     assert len(out) == 2
     with pytest.raises(TypeError, match="neither"):
         run(object(), items(1), sink)
+
+
+# ------------------------------------------------------------------- decide.py end to end
+
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from decide_support import VERSION, write_build  # noqa: E402
+
+from bench import decide  # noqa: E402
+from bench.paths import REPO_ROOT  # noqa: E402
+
+SLOW_MODULE = """
+import os, time
+
+def judge(item, delay=0.0):
+    assert item.dp.gold is None, "a judge must never see gold"
+    assert item.messages and item.dp.action.text in item.messages[-1]["content"]
+    if os.environ.get("FLAKY_ID") == item.dp.id and not os.path.exists(os.environ["FLAKY_MARK"]):
+        open(os.environ["FLAKY_MARK"], "w").close()
+        raise ValueError("flaky once")
+    time.sleep(delay)
+    return "\\\\boxed{act:CONTINUE, risk:3, fail:NONE, harm:NONE, src:NONE, cite:NONE}"
+"""
+
+
+def judges_file(tmp_path: Path, delay: float = 0.0, extra: str = "") -> Path:
+    (tmp_path / "slowjudge.py").write_text(SLOW_MODULE)
+    p = tmp_path / "judges.toml"
+    p.write_text(
+        '[[judge]]\nid = "slow"\nbackend = "python"\nprompt = "auditor"\nparser = "boxed"\n'
+        f'params = {{ callable = "slowjudge:judge", path = "{tmp_path}", '
+        f"kwargs = {{ delay = {delay} }}{extra} }}\n"
+        '\n[[judge]]\nid = "stop"\nbackend = "baseline"\nparams = { rule = "stop" }\n'
+        '\n[[judge]]\nid = "needs-key"\nbackend = "hf-inference"\nmodel = "m"\n'
+        'prompt = "auditor"\nparser = "boxed"\nparams = { api_key_env = "BENCH_NO_SUCH_VAR" }\n'
+    )
+    return p
+
+
+def decision_rows(path: Path) -> list[dict]:
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r["type"] == "decision"]
+
+
+def argv(tmp_path: Path, judges: Path, *more: str) -> list[str]:
+    return [
+        "--judges",
+        str(judges),
+        "--build-dir",
+        str(tmp_path / "build"),
+        "--out",
+        str(tmp_path / "preds"),
+        "--quiet",
+        *more,
+    ]
+
+
+def test_decide_writes_resumes_retries_and_separates_configs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_build(tmp_path / "build", n=12)
+    jf = judges_file(tmp_path)
+    monkeypatch.setenv("FLAKY_ID", "synth:t5:1")
+    monkeypatch.setenv("FLAKY_MARK", str(tmp_path / "flaky.mark"))
+    assert decide.main(argv(tmp_path, jf, "--split", "all")) == 0
+    out = capsys.readouterr().out
+    assert "needs-key" in out and "skipped" in out and "set BENCH_NO_SUCH_VAR" in out
+    [f] = (tmp_path / "preds" / "slow" / VERSION).glob("*.jsonl")
+    rows = decision_rows(f)
+    assert len(rows) == 12 and [r["status"] for r in rows].count("error") == 1
+    run = json.loads(f.read_text().splitlines()[0])
+    for key in (
+        "config_hash",
+        "dataset_version",
+        "package_version",
+        "git_commit",
+        "hardware",
+        "start",
+    ):
+        assert run[key], key
+    assert run["dataset_version"] == VERSION and f.stem == run["config_hash"]
+    assert json.loads(f.read_text().splitlines()[-1])["type"] == "run_end"
+
+    # rerun: only the errored row is retried, and it now succeeds
+    assert decide.main(argv(tmp_path, jf, "--split", "all")) == 0
+    rows = decision_rows(f)
+    assert len(rows) == 13 and rows[-1]["id"] == "synth:t5:1" and rows[-1]["status"] == "ok"
+    # a third run has nothing to do
+    assert decide.main(argv(tmp_path, jf, "--split", "all")) == 0
+    assert len(decision_rows(f)) == 13 and "cached" in capsys.readouterr().out
+
+    # a changed config writes a new file and leaves the old one alone
+    jf2 = judges_file(tmp_path, delay=0.001)
+    assert decide.main(argv(tmp_path, jf2, "--judge", "slow", "--split", "test")) == 0
+    files = sorted((tmp_path / "preds" / "slow" / VERSION).glob("*.jsonl"))
+    assert len(files) == 2 and len(decision_rows(f)) == 13
+    [new] = [x for x in files if x != f]
+    assert len(decision_rows(new)) == 6  # test split only
+
+    # --force judges again into the same file (last line per id wins)
+    assert (
+        decide.main(
+            argv(tmp_path, jf2, "--judge", "slow", "--split", "test", "--limit", "2", "--force")
+        )
+        == 0
+    )
+    assert len(decision_rows(new)) == 8
+
+
+def test_learned_baselines_fit_on_dev_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.backends import sklearn_lr
+
+    write_build(tmp_path / "build", n=16)
+    seen: list[str] = []
+    real_fit = sklearn_lr.TfidfLR.fit
+
+    def spy(self: sklearn_lr.TfidfLR, points: list) -> None:
+        seen.extend(p.id for p in points)
+        return real_fit(self, points)
+
+    monkeypatch.setattr(sklearn_lr.TfidfLR, "fit", spy)
+    jf = tmp_path / "j.toml"
+    jf.write_text('[[judge]]\nid = "lr"\nbackend = "sklearn"\nparams = { C = 1.0 }\n')
+    assert decide.main(argv(tmp_path, jf, "--source", "synth")) == 0
+    from decide_support import points
+
+    dev = {dp.id for dp, split in points(16) if split == "dev"}
+    assert set(seen) == dev  # every dev point, all sources, nothing from test
+    rows = decision_rows(next((tmp_path / "preds" / "lr").glob("*/*.jsonl")))
+    assert {r["id"] for r in rows} == {
+        dp.id for dp, s in points(16) if s == "test" and dp.source == "synth"
+    }
+    assert all(r["raw"].startswith("p_continue=") for r in rows)
+
+
+def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    n = 24
+    write_build(tmp_path / "build", n=n)
+    jf = judges_file(tmp_path, delay=0.08)
+    cmd = [
+        sys.executable,
+        str(REPO_ROOT / "bench" / "decide.py"),
+        *argv(tmp_path, jf, "--judge", "slow", "--split", "all"),
+    ]
+    env = {**os.environ, "FLAKY_ID": "", "FLAKY_MARK": str(tmp_path / "m")}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    folder = tmp_path / "preds" / "slow" / VERSION
+    deadline = time.monotonic() + 60
+    written = 0
+    while time.monotonic() < deadline:
+        files = list(folder.glob("*.jsonl"))
+        written = len(decision_rows(files[0])) if files else 0
+        if written >= 5 or proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+    [f] = folder.glob("*.jsonl")
+    before = decision_rows(f)
+    assert 5 <= len(before) < n
+    assert decide.main(argv(tmp_path, jf, "--judge", "slow", "--split", "all")) == 0
+    rows = decision_rows(f)
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids)) == n  # none lost, none written twice
+    assert {r["status"] for r in rows} == {"ok"}
+    assert [r["type"] for r in map(json.loads, f.read_text().splitlines())].count("run") == 2
+
+
+def test_torn_last_line_is_cut_before_appending(tmp_path: Path) -> None:
+    from bench.predictions import Writer, latest
+
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"type": "decision", "id": "a", "status": "ok"}\n{"type": "decis')
+    with Writer(p) as w:
+        w.write({"type": "decision", "id": "b", "status": "ok"})
+    assert set(latest(p)) == {"a", "b"}
+    assert p.read_text().count("\n") == 2

@@ -43,7 +43,7 @@ def training_set(points: Sequence[DecisionPoint]) -> tuple[list[DecisionPoint], 
     """Dev points with a scored gold label, and their acts; SkipJudge when fewer than two acts
     occur (a classifier cannot be fitted)."""
     pts = [p for p in points if p.gold is not None and p.gold.scored]
-    acts = [p.gold.act for p in pts if p.gold is not None]
+    acts: list[str] = [p.gold.act for p in pts if p.gold is not None]
     if len(set(acts)) < 2:
         raise SkipJudge(
             f"the dev split has {len(pts)} scored gold labels with {len(set(acts))} distinct "

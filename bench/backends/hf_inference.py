@@ -86,12 +86,18 @@ def make(judge: Any) -> HfInferenceJudge:
     token = os.environ.get(env)
     if not token and p.get("require_key", True):
         raise SkipJudge(f"set {env} to a Hugging Face token to run this judge")
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        raise SkipJudge(
+            "HF_HUB_OFFLINE is set, and huggingface_hub then refuses every request: unset it"
+        )
     base_url = p.get("base_url")
     client = AsyncInferenceClient(
         model=None if base_url else judge.model or None,
         base_url=base_url,
         provider=p.get("provider") if not base_url else None,
-        token=token or False,
+        token=token or False,  # type: ignore[arg-type]  # False: send no token at all
         timeout=float(p.get("timeout_s", 120.0)),
     )
     return HfInferenceJudge(

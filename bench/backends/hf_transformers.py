@@ -6,8 +6,8 @@ do not know it ignore it); prompts are LEFT-padded into batches of the judge's `
 decoded greedily up to ``max_new_tokens``. Only the new tokens are decoded; ``tokens_in`` counts
 the prompt's real (unpadded) tokens and ``tokens_out`` the generated ones up to end-of-sequence.
 
-Weights are never downloaded by surprise: with ``HF_HUB_OFFLINE=1`` a model not in the local cache
-skips the judge with the command that fetches it.
+Weights are never downloaded by surprise: a model not in the local cache skips the judge with the
+command that fetches it, unless the row sets ``params.download = true``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ PARAMS: dict[str, type | tuple[type, ...]] = {
     "enable_thinking": bool,
     "prompt_budget": int,
     "prompt_budget_tokens": int,
+    "download": bool,
 }
 """Declared params (``prompt_budget``: characters; ``prompt_budget_tokens``: tokens of this
 model's tokenizer; the runner passes either to the renderer)."""
@@ -123,20 +124,21 @@ def load(judge: Any) -> tuple[Any, Any, str]:
     p = judge.params
     device = resolve_device(p.get("device", "auto"))
     dtype = resolve_dtype(p.get("dtype", "auto"), device)
-    kw: dict[str, Any] = {}
+    # never fetch weights by surprise: only from the local cache unless the row opts in
+    kw: dict[str, Any] = {"local_files_only": not p.get("download", False)}
     if judge.revision:
         kw["revision"] = judge.revision
     if judge.subfolder:
         kw["subfolder"] = judge.subfolder
     try:
         tok = AutoTokenizer.from_pretrained(judge.model, **kw)
-        model = AutoModelForCausalLM.from_pretrained(judge.model, dtype=dtype, **kw)
+        model: Any = AutoModelForCausalLM.from_pretrained(judge.model, dtype=dtype, **kw)
     except OSError as e:
         rev = f" --revision {judge.revision}" if judge.revision else ""
         raise SkipJudge(
             f"weights for {judge.model!r} are not available here ({str(e).splitlines()[0][:160]}); "
-            f"fetch them with `hf download {judge.model}{rev}` (needs network and HF_HUB_OFFLINE "
-            "unset) or point `model` at a local folder"
+            f"fetch them with `hf download {judge.model}{rev}` (needs network), or set params.download = true "
+            "in the row, or point `model` at a local folder"
         ) from e
     if not getattr(tok, "chat_template", None):
         raise ConfigError(
