@@ -228,6 +228,14 @@ class FakeHub:
             if r is None:
                 r = Repo(repo_id, repo_type, private)
                 self.repos[(repo_type, repo_id)] = r
+                # like the Hub: a new repository starts with one commit holding .gitattributes
+                r.commits.append(
+                    Commit(
+                        hashlib.sha1(f"{repo_id}:init".encode()).hexdigest(),
+                        {".gitattributes": b""},
+                        "initial commit",
+                    )
+                )
             return r
 
     def commit(
