@@ -172,8 +172,8 @@ class FakeHub:
     def url(self) -> str:
         """``http://127.0.0.1:<port>``."""
         assert self._server is not None, "start() the hub first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def start(self) -> FakeHub:
         """Listen on 127.0.0.1 (port chosen by the OS) in a background thread."""
@@ -625,18 +625,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not rest and method == "POST":
             spec = json.loads(body)
-            job = hub.create_job(spec)
-            self._send(200, job.to_json())
+            created = hub.create_job(spec)
+            self._send(200, created.to_json())
             return
         if not rest and method == "GET":
             want = [v.split("=", 1) for v in query.get("label", [])]
             stages = set(query.get("stage", []))
             with hub.lock:
                 out = [
-                    j.to_json()
-                    for j in sorted(hub.jobs.values(), key=lambda j: j.created)
-                    if all((j.spec.get("labels") or {}).get(k) == v for k, v in want)
-                    and (not stages or j.stage in stages)
+                    x.to_json()
+                    for x in sorted(hub.jobs.values(), key=lambda x: x.created)
+                    if all((x.spec.get("labels") or {}).get(k) == v for k, v in want)
+                    and (not stages or x.stage in stages)
                 ]
             self._send(200, out)
             return
