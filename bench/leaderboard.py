@@ -178,8 +178,8 @@ def load_judges(path: Path) -> dict[str, JudgeInfo]:
             display_name=str(row.get("display_name") or jid),
             backend=str(row.get("backend") or ""),
             open_weights=row.get("open_weights"),
-            price_input_per_mtok=_num(row.get("price_input_per_mtok")),
-            price_output_per_mtok=_num(row.get("price_output_per_mtok")),
+            price_input_per_mtok=_num(row.get("usd_per_m_input")),
+            price_output_per_mtok=_num(row.get("usd_per_m_output")),
         )
     return out
 
