@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -28,14 +30,13 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from bench import backends, contract, runner  # noqa: E402
+from bench import backends, contract, decide, runner  # noqa: E402
 from bench.backends.base import JudgeInput  # noqa: E402
 from bench.judges import JudgeSpec  # noqa: E402
 from bench.predictions import Writer, latest, read_lines  # noqa: E402
@@ -140,65 +141,95 @@ def parse(text: str, item: JudgeInput) -> Any:
     return contract.parse("boxed", text, n_visible=len(item.dp.history))
 
 
-def inputs(dps: list[DecisionPoint]) -> Iterator[JudgeInput]:
-    """Rendered lazily, as the runner pulls them, so rendering is inside the measured window."""
-    for dp in dps:
-        yield JudgeInput(dp=dp, messages=render(dp, "auditor").messages)
+VERSION = "v-bench"
 
 
-def run_judge(
-    spec: JudgeSpec, dps: list[DecisionPoint], out: Path, retry: runner.RetryPolicy
-) -> tuple[runner.RunStats, float, float]:
-    """One run through the runner; returns (stats, wall s, harness CPU s)."""
-    be = backends.get("openai").factory(spec)
-    with Writer(out) as w:
-
-        async def main() -> runner.RunStats:
-            try:
-                return await runner.arun_async(
-                    be,
-                    inputs(dps),
-                    w.decision,
-                    concurrency=spec.concurrency,
-                    parse=parse,
-                    retry=retry,
-                )
-            finally:
-                await be.aclose()
-
-        t0, c0 = time.perf_counter(), time.process_time()
-        stats = asyncio.run(main())
-        return stats, time.perf_counter() - t0, time.process_time() - c0
+def write_build(root: Path, dps: list[DecisionPoint]) -> Path:
+    """A built dataset as decide.py reads it: ``<root>/<version>/decision_points.jsonl``."""
+    (root / VERSION).mkdir(parents=True, exist_ok=True)
+    with (root / VERSION / "decision_points.jsonl").open("w", encoding="utf-8") as f:
+        for dp in dps:
+            f.write(json.dumps({**dp.to_dict(), "split": "test", "disputed": False}) + "\n")
+    (root / "LATEST").write_text(VERSION + "\n", encoding="utf-8")
+    return root
 
 
-def scaling(n: int, latency: float, levels: list[int], tmp: Path) -> None:
-    print(f"\n## Scaling: {n} decisions per level, {latency * 1000:.0f} ms server latency\n")
+def decide_cli(
+    url: str, c: int, tmp: Path, name: str, timeout_s: float = 30.0
+) -> tuple[Path, float, float]:
+    """``python bench/decide.py`` (its main, in this process) for one judge pointing at ``url``;
+    returns (predictions file, wall s, harness CPU s)."""
+    jt = tmp / f"judges-{name}.toml"
+    jt.write_text(
+        f"""[[judge]]
+id = "bench-mock"
+backend = "openai"
+model = "mock"
+prompt = "auditor"
+parser = "boxed"
+concurrency = {c}
+[judge.params]
+base_url = "{url}"
+timeout_s = {timeout_s}
+max_tokens = 256
+""",
+        encoding="utf-8",
+    )
+    out = tmp / f"out-{name}"
+    argv = [
+        "--judges",
+        str(jt),
+        "--build-dir",
+        str(tmp / "build"),
+        "--out",
+        str(out),
+        "--split",
+        "test",
+        "--quiet",
+    ]
+    t0, c0 = time.perf_counter(), time.process_time()
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = decide.main(argv)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if rc != 0:
+        raise RuntimeError(f"decide.py exited {rc}")
+    (path,) = out.glob("bench-mock/*/*.jsonl")
+    return path, wall, cpu
+
+
+def scaling(n: int, latency: float, levels: list[int], tmp: Path) -> dict[int, float]:
+    print(
+        f"\n## Scaling: {n} decisions per level, {latency * 1000:.0f} ms server latency, "
+        "through decide.py (load, render, runner, parse, predictions file)\n"
+    )
     print(
         "| concurrency | decisions/s | ideal/s | ratio to ideal | harness CPU ms/decision | "
         "server CPU ms/request | wall s |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|")
-    dps = synthetic(n)
+    cpu_ms: dict[int, float] = {}
     for c in levels:
         with Server("--latency", str(latency)) as srv:
             s0 = srv.cpu_s()
-            stats, wall, cpu = run_judge(
-                judge(srv.url, c), dps, tmp / f"scale-{c}.jsonl", runner.RetryPolicy()
-            )
+            path, wall, cpu = decide_cli(srv.url, c, tmp, f"c{c}")
             s_cpu = srv.cpu_s() - s0
             total = srv.stats()["total"]
-        assert stats.total == n, (stats.total, n)
+        last = latest(path)
+        assert len(last) == n and all(r["status"] == "ok" for r in last.values()), "incomplete run"
         rate = n / wall
         ideal = c / latency
+        cpu_ms[c] = cpu / n * 1000
         print(
-            f"| {c} | {rate:.1f} | {ideal:.0f} | {rate / ideal:.3f} | {cpu / n * 1000:.3f} | "
+            f"| {c} | {rate:.1f} | {ideal:.0f} | {rate / ideal:.3f} | {cpu_ms[c]:.3f} | "
             f"{s_cpu / max(total, 1) * 1000:.3f} | {wall:.2f} |",
             flush=True,
         )
+    return cpu_ms
 
 
-def split(n: int, tmp: Path) -> None:
-    """Each stage of the harness's per-decision work timed alone on the same decisions."""
+def split(n: int, tmp: Path) -> dict[str, float]:
+    """Each stage of the harness's per-decision work timed alone on the same decisions;
+    returns CPU ms per decision by stage."""
     print(f"\n## Where the harness CPU goes (each stage alone, {n} decisions)\n")
     dps = synthetic(n)
     be = backends.get("openai").factory(judge("http://127.0.0.1:9/v1", 32))
@@ -221,7 +252,11 @@ def split(n: int, tmp: Path) -> None:
             "usage": {"prompt_tokens": 400, "completion_tokens": 30, "total_tokens": 430},
         }
     ).encode()
+    from bench import dataset
+
     t = time.process_time
+    cl = t()
+    dataset.load(build_dir=tmp / "build")
     c0 = t()
     items = [JudgeInput(dp=dp, messages=render(dp, "auditor").messages) for dp in dps]
     c1 = t()
@@ -239,6 +274,7 @@ def split(n: int, tmp: Path) -> None:
             w.decision(p)
     c5 = t()
     rows = [
+        ("load the built dataset (JSONL -> DecisionPoint)", c0 - cl),
         ("render (jinja2 auditor template)", c1 - c0),
         ("encode request JSON", c2 - c1),
         ("decode response JSON", c3 - c2),
@@ -251,10 +287,7 @@ def split(n: int, tmp: Path) -> None:
         print(f"| {name} | {s / n * 1000:.3f} |")
     print(f"| sum of the stages above | {sum(s for _, s in rows) / n * 1000:.3f} |")
     print(f"\n(request body {sum(map(len, bodies)) // n} bytes on average)")
-    print(
-        "The rest of a decision's CPU in the scaling table is the HTTP client, the event loop "
-        "(socket I/O, timers) and the runner's bookkeeping."
-    )
+    return {name: sec / n * 1000 for name, sec in rows}
 
 
 async def _bare(client: str, url: str, n: int, c: int, items: list[JudgeInput]) -> None:
@@ -306,7 +339,7 @@ async def _bare(client: str, url: str, n: int, c: int, items: list[JudgeInput]) 
         await sdk.close()
 
 
-def clients(n: int, latency: float, c: int) -> None:
+def clients(n: int, latency: float, c: int) -> dict[str, float]:
     print(
         f"\n## HTTP clients on the bare request path ({n} requests, concurrency {c}, "
         f"{latency * 1000:.0f} ms latency; no runner, no rendering, no parsing)\n"
@@ -321,6 +354,7 @@ def clients(n: int, latency: float, c: int) -> None:
             candidates.append(name)
         except ImportError:
             print(f"| {name} | not installed | | |")
+    out: dict[str, float] = {}
     for cl in candidates:
         with Server("--latency", str(latency)) as srv:
             t0, c0 = time.perf_counter(), time.process_time()
@@ -330,16 +364,35 @@ def clients(n: int, latency: float, c: int) -> None:
             f"| {cl} | {n / wall:.1f} | {n / wall / (c / latency):.3f} | {cpu / n * 1000:.3f} |",
             flush=True,
         )
+        out[cl] = cpu / n * 1000
+    return out
+
+
+def budget(total: float, stages: dict[str, float], bare: float) -> None:
+    """Harness CPU per decision at concurrency 32, split into the measured parts."""
+    json_ms = stages["encode request JSON"] + stages["decode response JSON"]
+    http = bare - json_ms
+    rest = total - sum(stages.values()) - http
+    print("\n## Harness CPU per decision at concurrency 32, where it goes\n")
+    print("| part | CPU ms/decision | share |")
+    print("|---|---:|---:|")
+    parts = [
+        *stages.items(),
+        ("HTTP client + event loop (bare native path minus its JSON)", http),
+        ("runner + decide.py bookkeeping (the remainder)", rest),
+    ]
+    for name, ms in parts:
+        print(f"| {name} | {ms:.3f} | {ms / total:.0%} |")
+    print(f"| total (scaling table) | {total:.3f} | 100% |")
 
 
 def faults(n: int, latency: float, c: int, tmp: Path) -> bool:
     print(
         f"\n## Fault run: {n} decisions, concurrency {c}, {latency * 1000:.0f} ms latency, "
-        "10% HTTP 500, 5% HTTP 429 (Retry-After 0.05 s), 2% hangs (client timeout 1 s)\n"
+        "10% HTTP 500, 5% HTTP 429 (Retry-After 0.05 s), 2% hangs (client timeout 1 s); "
+        "decide.py with the runner's default retry policy (5 attempts, backoff from 0.5 s)\n"
     )
-    dps = synthetic(n)
-    out = tmp / "faults.jsonl"
-    retry = runner.RetryPolicy(max_attempts=5, base_s=0.05, max_s=1.0)
+    want = {dp.id for dp in synthetic(n)}
     with Server(
         "--latency",
         str(latency),
@@ -354,12 +407,11 @@ def faults(n: int, latency: float, c: int, tmp: Path) -> bool:
         "--seed",
         "7",
     ) as srv:
-        stats, wall, cpu = run_judge(judge(srv.url, c, timeout_s=1.0), dps, out, retry)
+        out, wall, cpu = decide_cli(srv.url, c, tmp, "faults", timeout_s=1.0)
         st = srv.stats()
     rows = [r for r in read_lines(out) if r.get("type") == "decision"]
     per_id = Counter(r["id"] for r in rows)
     last = latest(out)
-    want = {dp.id for dp in dps}
     lost = want - set(per_id)
     dup = [i for i, k in per_id.items() if k > 1]
     extra = set(per_id) - want
@@ -385,7 +437,7 @@ def faults(n: int, latency: float, c: int, tmp: Path) -> bool:
         f"{n - len(mismatch)}/{n} ids (sum of attempts {sum(r['attempts'] for r in last.values())}"
         f" vs {st['total']} requests)"
     )
-    ok = not lost and not dup and not extra and not mismatch and stats.total == n
+    ok = not lost and not dup and not extra and not mismatch and len(last) == n
     print(f"- fault run: {'PASS' if ok else 'FAIL'}")
     return ok
 
@@ -411,12 +463,12 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as d:
         tmp = Path(d)
-        if "scaling" not in skip:
-            scaling(n, a.latency, levels, tmp)
-        if "split" not in skip:
-            split(n, tmp)
-        if "clients" not in skip:
-            clients(n, a.latency, 32)
+        write_build(tmp / "build", synthetic(n))
+        cpu_ms = scaling(n, a.latency, levels, tmp) if "scaling" not in skip else {}
+        stages = split(n, tmp) if "split" not in skip else {}
+        bare = clients(n, a.latency, 32) if "clients" not in skip else {}
+        if 32 in cpu_ms and stages and "native" in bare:
+            budget(cpu_ms[32], stages, bare["native"])
         if "faults" not in skip:
             ok = faults(n, a.latency, 32, tmp)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.2f} at end")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import decide, predictions
+from bench import decide, predictions, runner
 from bench.mockserver import MockConfig, MockServer
 from bench.schema import Action, DecisionPoint, GoldLabel, Policy, Turn
 
@@ -119,7 +119,7 @@ def test_fault_run_none_lost_none_duplicated(tmp_path: Path) -> None:
         if r["status"] == "ok":
             assert r["act"] in ("CONTINUE", "ASK", "STOP") and r["tokens_in"] and r["tokens_out"]
         else:
-            assert r["attempts"] == 5 and r["error"]
+            assert r["attempts"] == runner.RetryPolicy().max_attempts and r["error"]
     kinds = [r["type"] for r in predictions.read_lines(path)]
     assert kinds[0] == "run" and kinds[-1] == "run_end"
     assert elapsed < 40
