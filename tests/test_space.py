@@ -1,0 +1,246 @@
+"""The Space (space/app.py) launched on 127.0.0.1 and driven through gradio_client, on the
+leaderboard fixture's outputs in tmp folders; plus its readers without a server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._space_support import FIX, INJECTION, free_port, load_space, make_build, make_results
+
+pytest.importorskip("gradio")
+pytest.importorskip("gradio_client")
+
+APP, D = load_space()
+ALL = D.ALL
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("space")
+    return make_results(root), make_build(root)
+
+
+@pytest.fixture(scope="module")
+def client(dirs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from gradio_client import Client
+
+    results, build = dirs
+    empty = tmp_path_factory.mktemp("no-raw-data")
+    with pytest.MonkeyPatch.context() as mp:
+        for var in (D.RESULTS_ENV, D.DATASET_ENV, "SPACE_ID"):
+            mp.delenv(var, raising=False)
+        mp.setenv("FORESIGHT_DATA", str(empty))  # no raw R-Judge here: its text is withheld
+        demo, root = APP.create(results, build)
+    assert root == results
+    port = free_port()
+    demo.launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        prevent_thread_lock=True,
+        quiet=True,
+        allowed_paths=[str(results)],
+    )
+    try:
+        yield Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=False)
+    finally:
+        demo.close()
+
+
+def board(
+    client: Any,
+    metric: str = "balanced_accuracy",
+    search: str = "",
+    source: str = ALL,
+    category: str = ALL,
+    backend: list[str] | None = None,
+    open_w: str = "Any",
+) -> tuple[list[dict[str, str]], str]:
+    table, note = client.predict(
+        metric, search, source, category, backend or [], open_w, api_name="/leaderboard"
+    )
+    return [dict(zip(table["headers"], row, strict=True)) for row in table["data"]], note
+
+
+def expected() -> dict[str, Any]:
+    return json.loads((FIX / "expected" / "leaderboard.json").read_text())
+
+
+def test_leaderboard_table_matches_json(client: Any) -> None:
+    rows, note = board(client)
+    rep = expected()
+    assert [r["Judge"] for r in rows] == [e["display_name"] for e in rep["judges"]]
+    assert [int(r["Rank"]) for r in rows] == [e["rank"] for e in rep["judges"]]
+    a = rep["judges"][0]["metrics"]["balanced_accuracy"]
+    assert rows[0]["Bal. acc. [95% CI]"] == f"{a['value']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]"
+    assert rows[1]["AUROC [95% CI]"].endswith("†")  # beta's risk comes from its acts
+    assert "Bal. acc." in note and "share a rank" in note
+
+
+def test_rank_by_another_metric_uses_its_tie_groups(client: Any) -> None:
+    rows, _ = board(client, metric="auroc")
+    rep = expected()
+    want = sorted(
+        rep["judges"], key=lambda e: (e["ranks"]["auroc"]["rank"], -e["metrics"]["auroc"]["value"])
+    )
+    assert [r["Judge"] for r in rows] == [e["display_name"] for e in want]
+    assert [int(r["Rank"]) for r in rows] == [e["ranks"]["auroc"]["rank"] for e in want]
+    assert list(rows[0])[4] == "AUROC [95% CI]"  # the ranking metric comes first
+
+
+def test_search_and_filters(client: Any) -> None:
+    assert [r["Judge"] for r in board(client, search="GAM")[0]] == ["Gamma"]
+    assert {r["Judge"] for r in board(client, search="alpha, beta")[0]} == {
+        "Alpha <b>judge</b>",
+        "Beta | no scores",
+    }
+    assert [r["Judge"] for r in board(client, backend=["transformers"])[0]] == ["Gamma"]
+    assert [r["Judge"] for r in board(client, open_w="Open")[0]] == ["Gamma"]
+    rows, note = board(client, open_w="Closed")
+    assert rows == [] and "No judge matches" in note
+
+
+def test_source_and_category_filters_show_group_values(client: Any) -> None:
+    rep = expected()
+    rows, note = board(client, source="rjudge")
+    group = rep["by_source"]["rjudge"]["judges"]
+    assert "Rank (all data)" in rows[0] and "rjudge" in note
+    vals = [float(r["Bal. acc."]) for r in rows]
+    assert vals == sorted(vals, reverse=True)
+    by_name = {e["display_name"]: e["id"] for e in rep["judges"]}
+    for r in rows:
+        assert float(r["Bal. acc."]) == pytest.approx(
+            group[by_name[r["Judge"]]]["balanced_accuracy"], abs=5e-4
+        )
+    rows, note = board(client, category="email")
+    assert rows and "email" in note
+    rows, note = board(client, source="rjudge", category="email")
+    assert "separately" in note
+
+
+def test_compare_reads_paired_interval_and_lists_disagreements(client: Any) -> None:
+    summary, table, note, dis = client.predict("alpha", "gamma", api_name="/compare")
+    rows = {r[0]: dict(zip(table["headers"], r, strict=True)) for r in table["data"]}
+    pair = next(
+        p
+        for p in expected()["paired_differences"]["pairs"]
+        if (p["a"], p["b"]) == ("alpha", "gamma")
+    )
+    d = pair["diff"]["balanced_accuracy"]
+    assert (
+        rows["Bal. acc."]["A − B [95% paired CI]"]
+        == f"{d['value']:.3f} [{d['ci'][0]:.3f}, {d['ci'][1]:.3f}]"
+    )
+    assert rows["Bal. acc."]["Significant"] == "yes: A better"
+    # reversed, the interval is negated and B is the better one
+    _, table2, _, _ = client.predict("gamma", "alpha", api_name="/compare")
+    rows2 = {r[0]: dict(zip(table2["headers"], r, strict=True)) for r in table2["data"]}
+    assert (
+        rows2["Bal. acc."]["A − B [95% paired CI]"]
+        == f"{-d['value']:.3f} [{-d['ci'][1]:.3f}, {-d['ci'][0]:.3f}]"
+    )
+    assert rows2["Bal. acc."]["Significant"] == "yes: B better"
+
+    def acts(judge: str) -> dict[str, str]:
+        out = {}
+        for line in (
+            (FIX / "predictions" / judge / "fixture-1" / "c0ffee.jsonl").read_text().splitlines()
+        ):
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if r.get("type") == "decision":
+                out[r["id"]] = r["act"]
+        return out
+
+    a, g = acts("alpha"), acts("gamma")
+    differ = sorted(i for i in a if i in g and a[i] != g[i])
+    assert differ and sorted(r[0] for r in dis["data"]) == differ
+    assert note.startswith(f"{len(differ)} of ")
+
+
+def test_browse_point_with_text_gold_rationale_and_raw(client: Any) -> None:
+    html, verdicts, raw = client.predict("sample:a:1", api_name="/browse")
+    assert "Tidy the folder." in html and "Please tidy my folder." in html  # policy and prefix
+    assert "ls ~/docs" in html and "Proposed action (#2, k = 1)" in html
+    assert "gold act <b>ASK</b>" in html and "asking first is right" in html  # label + rationale
+    assert "cited as evidence" in html
+    assert INJECTION not in html and "&lt;script&gt;" in html
+    acts = {r[0]: (r[1], r[4]) for r in verdicts["data"]}
+    assert acts == {  # beta's answer there is unparseable: shown as invalid, not as an act
+        "Alpha <b>judge</b>": ("ASK", "ok"),
+        "Beta | no scores": ("–", "invalid"),
+        "Gamma": ("CONTINUE", "ok"),
+    }
+    assert "\\boxed{ASK}" in raw and INJECTION not in raw and "&lt;script&gt;" in raw
+
+
+def test_browse_withholds_rjudge_text_without_raw_data(client: Any) -> None:
+    html, verdicts, _ = client.predict("rjudge:1:2", api_name="/browse")
+    assert "project-written stand-in" not in html
+    assert "not shown here" in html and "FORESIGHT_DATA" in html
+    assert "gold act <b>STOP</b>" in html and len(verdicts["data"]) == 3
+    ids, note = client.predict("rjudge", "STOP", "", api_name="/browse_list")
+    gt = [json.loads(x) for x in (FIX / "ground_truth.jsonl").read_text().splitlines()]
+    want = [r["id"] for r in gt if r["source"] == "rjudge" and r["act"] == "STOP"]
+    assert [c[0] if isinstance(c, list) else c for c in ids["choices"]] == want
+    assert note.startswith(f"{len(want)} decision points")
+
+
+def test_texts_local_hub_and_licence(
+    dirs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, build = dirs
+    for var in (D.DATASET_ENV, "SPACE_ID"):
+        monkeypatch.delenv(var, raising=False)
+    raw = tmp_path / "raw"
+    (raw / "r-judge").mkdir(parents=True)
+    (raw / "r-judge" / "x.json").write_text("[]")
+    monkeypatch.setenv("FORESIGHT_DATA", str(raw))
+    local = D.load_texts(build, version="fixture-1")
+    assert "rjudge:1:2" in local.offsets and not local.withheld  # raw data here: shown locally
+    assert local.point("rjudge:1:2")["action"]["tool"] == "shell"
+    # the Hub copy: downloaded dataset, R-Judge withheld even where raw data exists
+    import huggingface_hub
+
+    calls = []
+
+    def fake_download(**kw: Any) -> str:
+        calls.append(kw)
+        return str(build / "fixture-1")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    monkeypatch.setenv("SPACE_ID", "org/space")
+    hub = D.load_texts(None, version="fixture-1", dataset_repo="org/data")
+    assert calls and calls[0]["repo_id"] == "org/data" and calls[0]["repo_type"] == "dataset"
+    assert (
+        "rjudge" in hub.withheld and "rjudge:1:2" not in hub.offsets and "sample:a:1" in hub.offsets
+    )
+    # on the Hub without a dataset repo, no local build is read
+    none = D.load_texts(build, version="fixture-1")
+    assert none.path is None and "FORESIGHT_DATASET_REPO" in none.origin
+    monkeypatch.delenv("SPACE_ID")
+    missing = D.load_texts(tmp_path / "nothing")
+    assert missing.path is None and "python bench/build.py" in missing.origin
+
+
+def test_results_from_hub_env_and_missing_results(
+    dirs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results, _ = dirs
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda **kw: str(results))
+    monkeypatch.setenv(D.RESULTS_ENV, "org/results")
+    root, origin = D.results_root(tmp_path)
+    assert root == results and "org/results" in origin
+    monkeypatch.delenv(D.RESULTS_ENV)
+    with pytest.raises(D.SpaceDataError, match="bench/leaderboard.py"):
+        D.load_results(tmp_path)
+    demo, root = APP.create(tmp_path, tmp_path)  # a page that says what to run, not a crash
+    assert root is None and demo is not None
