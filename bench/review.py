@@ -495,7 +495,12 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
     work = work_dir(args.work)
     if args.stats:
         chosen = {t for t in proposals if not args.source or source_of(t) in args.source}
-        print(stats_report({t: proposals[t] for t in chosen}, reviews))
+        print(
+            stats_report(
+                {t: proposals[t] for t in chosen},
+                [r for r in reviews if r.trajectory_id in chosen],
+            )
+        )
         return 0
     if args.show:
         tid = str(args.show)
