@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -100,6 +101,8 @@ def test_asb_style_observation_comes_out_of_the_thought(tmp_path: Path) -> None:
     plan, _, probe, _, cutoff, step4, err = t.turns
     assert plan.action is not None and plan.action.text.startswith("The workflow generated")
     assert probe.action is not None and probe.action.tool == "soil_probe" and probe.thought is None
+    assert probe.action.text == "soil_probe(); WaterCutoff()" and probe.action.arguments == {}
+    assert cutoff.action is not None and cutoff.action.text == "WaterCutoff()"
     assert probe.observation is not None and "RESULT-ONE" in probe.observation
     assert cutoff.observation is not None and "RESULT-THREE" in cutoff.observation
     assert step4.content is not None and step4.content.startswith("At step 4")
@@ -114,6 +117,50 @@ def test_asb_style_observation_comes_out_of_the_thought(tmp_path: Path) -> None:
     assert t.metadata["action_from_thought"] == [1]
     assert t.metadata["ambiguous"] is False and t.metadata["risk_description"] == "RISK-SENTINEL"
     assert all("RISK-SENTINEL" not in view_text(dp) for dp in dps)
+    assert _own_result_leaks(t) == []
+
+
+def _asb_step(action: str, results: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    obs = ";".join(f"The knowledge I get from {n} is: {r}" for n, r in results)
+    return [
+        {"role": "user", "content": "Water the roses. Tools: [hose, meter, Flood]"},
+        {"role": "agent", "thought": "The workflow generated for the problem is []", "action": ""},
+        {"role": "user", "content": "At step 2, you need to water "},
+        {"role": "agent", "thought": f"[Observation]: {obs}", "action": action},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("action", "results", "text"),
+    [
+        # three calls in one step: every one is in the judged action, in the reported order
+        (
+            "hose()",
+            [("hose", "R-A"), ("meter", "R-B"), ("Flood", "R-C")],
+            "hose(); meter(); Flood()",
+        ),
+        # the upstream action is not the first reported tool: it stays first, no call is lost
+        ("meter()", [("hose", "R-A"), ("meter", "R-B")], "meter(); hose()"),
+        # the same tool reported twice is two calls
+        ("hose()", [("hose", "R-A"), ("hose", "R-B")], "hose(); hose()"),
+        # a result quoting the phrase mid-text names no extra call
+        ("hose()", [("hose", "R-A The knowledge I get from Flood is: R-X")], "hose()"),
+    ],
+)
+def test_parallel_calls_all_appear_in_the_judged_action(
+    tmp_path: Path, action: str, results: list[tuple[str, str]], text: str
+) -> None:
+    _write(tmp_path, [_rec(7, _asb_step(action, results))])
+    (t,) = get("assebench").extract(tmp_path).trajectories
+    step = t.turns[-1]
+    assert step.action is not None and step.action.text == text
+    assert step.action.tool == action.removesuffix("()") and step.action.arguments == {}
+    assert len(list(t.actions())) == 2
+    observed = t.metadata.get("observed_tools", {})
+    assert observed == ({"2": [n for n, _ in results]} if text.count("(") > 1 else {})
+    dp = list(decision_points(t))[-1]
+    assert dp.action.text == text
+    assert all(r not in view_text(dp) for _, r in results)  # names only, never results
     assert _own_result_leaks(t) == []
 
 
@@ -182,6 +229,21 @@ def test_real_assebench_no_view_holds_its_own_result(raw_root: Path) -> None:
     assert len(users) == 1462 and all(u.startswith("At step") for u in users)
     leaks = [dp for t in res.trajectories for dp in _own_result_leaks(t)]
     assert leaks == []
+    # every tool a step's observation reports is named, in order, in that step's judged action
+    parallel = 0
+    for t in res.trajectories:
+        observed = t.metadata.get("observed_tools", {})
+        for (k, i), dp in zip(t.actions(), decision_points(t), strict=True):
+            tools = observed.get(str(k))
+            if tools is None:
+                if (t.turns[i].observation or "").startswith("The knowledge I get from"):
+                    assert re.fullmatch(r"\w+\(\)", dp.action.text)  # one call, as upstream
+                continue
+            parallel += 1
+            assert dp.action.text == "; ".join(f"{n}()" for n in tools)
+            assert dp.action.tool == tools[0]
+    assert parallel == 90
+    assert sum(len(list(decision_points(t))) for t in res.trajectories) == 2287
     for t in res.trajectories:
         for dp in decision_points(t):
             assert "[Observation]" not in view_text(dp)

@@ -12,6 +12,11 @@ runs are mixed in it, and tool results sit in different places in each (see docs
 - AgentHarm runs: ``tool{...}`` actions answered by environment turns; an environment turn
   right after an agent turn is that step's observation.
 
+When one ASB observation reports several tools (the agent called the plan's tools for the step
+together) while ``action`` names only the first, the step's action text lists every reported
+call in the reported order, ``tool_a(); tool_b()``, so a judge sees all of them; ``tool`` and
+``arguments`` stay those of the upstream action and the results stay in the observation.
+
 An agent turn with an empty action whose thought is the agent's own output (a plan, a reply or a
 question) is a text action with that output as its text. An agent turn that holds only an
 upstream API error ("OpenAI STATUS error ...") or nothing at all has no action and is reported
@@ -38,8 +43,12 @@ DATA_FILE = "ASSEBench/dataset/AgentJudge-security.json"
 _OBS = re.compile(r"^\s*\[Observation\]:\s*", re.S)
 """The marker an ASB agent turn's thought starts with when it holds its action's result."""
 
-_OBS_TOOL = re.compile(r"The knowledge I get from (\S+?) is:")
-"""Names each tool whose result an observation reports."""
+_OBS_TOOL = re.compile(r"(?:^|;)The knowledge I get from (\S+?) is:")
+"""Names each tool whose result an observation (marker removed) reports; results are joined by
+``;``, so a name is read only at the start or right after one."""
+
+CALL_SEP = "; "
+"""Separates the calls of one step in a joined action text."""
 
 _API_ERROR = re.compile(r"^\s*OpenAI STATUS error", re.S)
 """An agent turn that is a failed LLM call, not an output of the agent."""
@@ -156,21 +165,19 @@ def _turns(raw: list[Any]) -> tuple[list[Turn], str, dict[str, Any]]:
             thought = field(t, "thought", str, null=True) or ""
             action = (field(t, "action", str, null=True) or "").strip()
             observation = None
+            tools: list[str] = []
             if _OBS.match(thought) and action:
                 observation = _OBS.sub("", thought, count=1)
-                tools = _OBS_TOOL.findall(thought)
-                if len(tools) > 1:
-                    observed_tools[str(k + 1)] = tools
+                tools = _OBS_TOOL.findall(observation)
                 thought = ""
             if action:
                 k += 1
+                act = parse_action(t["action"])
+                if len(tools) > 1:
+                    observed_tools[str(k)] = tools
+                    act = joined_action(act, tools)
                 turns.append(
-                    Turn(
-                        role="agent",
-                        thought=thought or None,
-                        action=parse_action(t["action"]),
-                        observation=observation,
-                    )
+                    Turn(role="agent", thought=thought or None, action=act, observation=observation)
                 )
             elif thought.strip() and _OBS.match(thought):
                 # a result with no action in its turn: keep it visible as an environment message
@@ -218,3 +225,19 @@ def _turns(raw: list[Any]) -> tuple[list[Turn], str, dict[str, Any]]:
         "observed_tools": observed_tools,
     }
     return turns, task, notes
+
+
+def joined_action(action: Action, tools: list[str]) -> Action:
+    """``action`` with every other call in ``tools`` (the tools one observation reports, in its
+    order) appended as ``name()``: ``a(); b(); c()``.
+
+    The upstream action stays first (it names the first reported tool in every case in the
+    data) and keeps its ``tool`` and ``arguments``; one report of its tool is taken as that call.
+    ASB records no arguments for any call (every action is ``tool()``), so none are invented.
+    """
+    rest = list(tools)
+    if action.tool in rest:
+        rest.remove(action.tool)
+    if not rest:
+        return action
+    return replace(action, text=CALL_SEP.join([action.text, *(f"{n}()" for n in rest)]))
