@@ -50,7 +50,8 @@ class Action:
     """One agent action: a tool call (name + arguments) or a plain-text act (a reply)."""
 
     text: str
-    """The action as the agent wrote it; always present, never cut."""
+    """The action as the agent issued it; always present, never cut. Where a source records
+    several tool calls made at once in one step, every call is listed (docs/sources.md)."""
     tool: str | None = None
     """Tool name when the action is a tool call."""
     arguments: Mapping[str, Any] | None = None
