@@ -28,7 +28,7 @@ import platform  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from dataclasses import dataclass, field, replace  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -180,12 +180,15 @@ def _budget(spec: judges_mod.JudgeSpec, backend: Any) -> Any:
 
 
 def prepare(
-    spec: judges_mod.JudgeSpec, backend: Any, points: list[DecisionPoint]
-) -> tuple[list[JudgeInput], list[predictions.Prediction]]:
-    """Judge inputs without gold (rendered for generative judges), and an error row for each point
-    whose prompt could not be rendered."""
-    items: list[JudgeInput] = []
-    errors: list[predictions.Prediction] = []
+    spec: judges_mod.JudgeSpec,
+    backend: Any,
+    points: list[DecisionPoint],
+    on_error: Callable[[predictions.Prediction], None],
+) -> Iterator[JudgeInput]:
+    """Judge inputs without gold (rendered for generative judges), made lazily as the runner
+    pulls them, so rendering overlaps the requests in flight instead of delaying the first one
+    (2,000 auditor prompts take about 0.2 s, 6% of a 50 ms x 32-concurrency run). A point whose
+    prompt cannot be rendered goes to ``on_error`` as an error row."""
     render_fn: Callable[..., Any] | None = None
     budget = None
     if spec.prompt:
@@ -195,19 +198,18 @@ def prepare(
     for dp in points:
         bare = replace(dp, gold=None)
         if render_fn is None:
-            items.append(JudgeInput(dp=bare))
+            yield JudgeInput(dp=bare)
             continue
         try:
             prompt = render_fn(bare, spec.prompt, budget)
         except Exception as e:  # noqa: BLE001 - recorded per decision
-            errors.append(
+            on_error(
                 runner.error_prediction(
                     dp.id, f"render failed: {type(e).__name__}: {e}", attempts=0
                 )
             )
             continue
-        items.append(JudgeInput(dp=bare, messages=tuple(prompt.messages)))
-    return items, errors
+        yield JudgeInput(dp=bare, messages=tuple(prompt.messages))
 
 
 def make_parse(spec: judges_mod.JudgeSpec) -> runner.Parse | None:
@@ -324,7 +326,6 @@ def run_judge(spec: judges_mod.JudgeSpec, sel: Selection, args: argparse.Namespa
             path=str(path),
             seconds=time.perf_counter() - t0,
         )
-    items, render_errors = prepare(spec, backend, todo)
     bar = Progress(spec.id, len(todo), args.quiet)
     counts: dict[str, int] = {}
     try:
@@ -354,11 +355,9 @@ def run_judge(spec: judges_mod.JudgeSpec, sel: Selection, args: argparse.Namespa
                 counts[p.status] = counts.get(p.status, 0) + 1
                 bar.update(p)
 
-            for p in render_errors:
-                sink(p)
             stats = runner.run(
                 backend,
-                items,
+                prepare(spec, backend, todo, sink),
                 sink,
                 concurrency=spec.concurrency,
                 batch_size=spec.batch_size,

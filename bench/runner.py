@@ -368,7 +368,7 @@ def run_batched(
 
 def run(
     backend: Any,
-    items: list[JudgeInput],
+    items: Iterable[JudgeInput],
     sink: Sink,
     *,
     concurrency: int = 1,
