@@ -363,7 +363,12 @@ def stats_report(
         for key in ((source_of(tid), "all"), (source_of(tid), lab)):
             cov[key][status] += 1
             cov[key]["total"] += 1
-    lines = ["COVERAGE (reviewed = a current review or an adjudication)"]
+            if status == "stale":  # a full decision made against an older proposal still stands
+                cov[key]["reviewed"] += 1
+    lines = [
+        "COVERAGE (reviewed = a review or an adjudication; stale = of those, reviewed against an "
+        "older proposal: re-queued, but the decision still counts)"
+    ]
     lines.append(
         f"  {'source':<11} {'label':<7} {'total':>6} {'reviewed':>8} {'%':>6} {'stale':>5} "
         f"{'conflict':>8} {'disputed':>8}"
