@@ -1,7 +1,7 @@
 """A minimal asyncio HTTP/1.1 client with a keep-alive connection pool.
 
 Why not httpx or an SDK: the runner benchmark needs well under 1 ms of harness CPU per decision,
-and per request httpx.AsyncClient spends about 0.5 ms and the openai SDK about 3.4 ms of CPU
+and per request httpx.AsyncClient spends 0.8 to 3.7 ms and the openai SDK about 3.4 ms of CPU
 (docs/runner-benchmark.md has the measurements). This client does only what a JSON API call
 needs: one request per connection at a time, keep-alive reuse, ``Content-Length`` and
 ``chunked`` response bodies, bodies delimited by the server closing, ``Connection: close``,
