@@ -94,6 +94,12 @@ class GoldSet:
     """Trajectory ids a review decided."""
     disputed: frozenset[str] = frozenset()
     """Trajectory ids whose upstream label a reviewer disputed."""
+    disputed_notes: Mapping[str, str] = field(default_factory=dict)
+    """Disputed trajectory id -> the deciding reviewer's note (the project's own words)."""
+    reviewers: tuple[str, ...] = ()
+    """Names of everyone whose review or adjudication touched this source."""
+    double_reviewed: Any = None
+    """bench.reviews.Agreement between the first two reviewers on double-reviewed items."""
 
 
 @dataclass(frozen=True)
@@ -251,16 +257,35 @@ def _apply_reviews(
         )
     out = dict(labels)
     reviewed: set[str] = set()
-    disputed: set[str] = set()
+    notes: dict[str, str] = {}
     for tid, d in decisions.items():
         if tid not in by_id or not d.reviewed:
             continue
         reviewed.add(tid)
         if d.disputed:
-            disputed.add(tid)
+            notes[tid] = d.rationale
         for r in step_labels(by_id[tid], d):
             out[r.id] = r.to_gold(reviewed=True)
-    return GoldSet(labels=out, reviewed=frozenset(reviewed), disputed=frozenset(disputed))
+    return GoldSet(
+        labels=out,
+        reviewed=frozenset(reviewed),
+        disputed=frozenset(notes),
+        disputed_notes=dict(sorted(notes.items(), key=lambda kv: natural_key(kv[0]))),
+        reviewers=tuple(sorted({str(_get(r, "reviewer")) for r in reviews})),
+        double_reviewed=_double_review_agreement(reviews),
+    )
+
+
+def _double_review_agreement(reviews: Sequence[Any]) -> Any:
+    """Agreement between the first two reviewers (by name) of every double-reviewed item."""
+    from bench.reviews import agreement, latest
+
+    pairs = []
+    for per in latest(reviews).values():
+        if len(per) >= 2:
+            a, b = sorted(per)[:2]
+            pairs.append((per[a].values(), per[b].values()))
+    return agreement(pairs) if pairs else None
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -626,10 +651,10 @@ def config_stats(
     defects = list(KNOWN_DEFECTS.get(src.name, ()))
     n_traj = len(seen)
     unreviewed = n_traj - len(gold.reviewed & seen)
-    if unreviewed:
+    if unreviewed and src.name != "sample":  # the sample's gold was written with the corpus
         defects.append(
-            f"{unreviewed} of {n_traj} trajectories carry proposed labels no human has reviewed yet "
-            "(provenance names the proposer)."
+            f"{unreviewed} of {n_traj} trajectories carry rule-proposed labels no reviewer has "
+            "checked yet (provenance names the proposer)."
         )
     over = trunc.get("auditor", Truncation()).over_budget
     if over:
@@ -647,8 +672,26 @@ def config_stats(
         trajectory_labels={s: dict(sorted(tlabels[s].items())) for s in splits},
         reviewed=len(gold.reviewed & seen),
         disputed=len(gold.disputed & seen),
+        disputed_notes=tuple((t, n) for t, n in gold.disputed_notes.items() if t in seen),
+        reviewers=gold.reviewers,
+        agreement=_agreement_text(gold.double_reviewed),
         truncation={n: CardTruncation(t.total, t.elided, t.over_budget) for n, t in trunc.items()},
         defects=tuple(defects),
+    )
+
+
+def _agreement_text(a: Any) -> str:
+    """One line on reviewer-vs-reviewer agreement for the card ('' when nothing was double-reviewed)."""
+    if a is None or not a.n:
+        return ""
+
+    def k(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.2f}"
+
+    return (
+        f"{a.n} trajectories reviewed twice, the second time blind: onset agreement "
+        f"{a.onset_agree:.0%} (Cohen's kappa {k(a.kappa_onset)}), act agreement {a.act_agree:.0%} "
+        f"(kappa {k(a.kappa_act)})"
     )
 
 

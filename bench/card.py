@@ -21,7 +21,7 @@ KNOWN_DEFECTS: Mapping[str, tuple[str, ...]] = {
         "No licence is declared upstream: the data is for local evaluation only and must not be "
         "redistributed publicly.",
         "Labels are trajectory-level upstream; the onset step is proposed by documented rules "
-        "and only reviewed items carry a human decision.",
+        "and only reviewed items carry a reviewer's decision.",
         "Three pairs of records are duplicates; each pair is kept in one split.",
         "The injection records are built from a small set of user and attacker templates; "
         "records sharing a template are kept in one split.",
@@ -45,6 +45,8 @@ KNOWN_DEFECTS: Mapping[str, tuple[str, ...]] = {
     ),
     "sample": (
         "A small corpus written by the project for smoke tests and demos; not a measurement.",
+        "Its gold labels were written together with the corpus by the project and have not "
+        "been independently reviewed.",
     ),
 }
 """Per-source defects known from the sources' documentation; the build adds computed ones."""
@@ -81,11 +83,17 @@ class ConfigStats:
     trajectory_labels: Mapping[str, Mapping[str, int]]
     """Split -> safe/unsafe -> trajectories (gold)."""
     reviewed: int
-    """Trajectories whose labels a human review decided."""
+    """Trajectories whose labels a review (or adjudication) decided."""
     disputed: int
     """Trajectories whose upstream label a reviewer disputed."""
     truncation: Mapping[str, Truncation]
     """Template -> truncation figures at the default budget."""
+    disputed_notes: tuple[tuple[str, str], ...] = ()
+    """(trajectory id, the deciding reviewer's note) for every disputed trajectory."""
+    reviewers: tuple[str, ...] = ()
+    """Everyone whose review or adjudication touched this config."""
+    agreement: str = ""
+    """Reviewer-vs-reviewer agreement on double-reviewed items, as one line."""
     defects: tuple[str, ...] = ()
     """Known defects (documented and computed)."""
 
