@@ -464,7 +464,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--adjudicate", metavar="ID", help="settle a conflict on ID (from=REVIEWER)")
     g.add_argument("--list", action="store_true", help="print the queue instead of reviewing")
     g.add_argument(
-        "--show", metavar="ID", help="print the review screen for trajectory ID and exit (no prompt)"
+        "--show",
+        metavar="ID",
+        help="print the review screen for trajectory ID and exit (no prompt)",
     )
     p.add_argument("values", nargs="*", help="key=value: onset, act, fail, harm, src, cite, "
                    "post_act, note (and from= for --adjudicate)")  # fmt: skip
