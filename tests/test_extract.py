@@ -131,7 +131,7 @@ def test_unknown_source_and_missing_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(extract.main, ["--source", "rjudg", "--out", str(tmp_path)]) == 2
-    assert "did you mean rjudge" in capsys.readouterr().err
+    assert "did you mean 'rjudge'" in capsys.readouterr().err
     missing = str(tmp_path / "nowhere")
     assert (
         run(extract.main, ["--source", "stepshield", "--path", missing, "--out", str(tmp_path)])

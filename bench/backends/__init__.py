@@ -14,25 +14,11 @@ or raises ``SkipJudge`` with what to install or set.
 
 from __future__ import annotations
 
-import difflib
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.errors import ConfigError
-
-_MODULES = {
-    "baseline": "bench.backends.baseline",
-    "sklearn": "bench.backends.sklearn_lr",
-    "embedding": "bench.backends.embedding",
-    "openai": "bench.backends.openai_compat",
-    "transformers": "bench.backends.hf_transformers",
-    "vllm": "bench.backends.vllm_offline",
-    "hf-inference": "bench.backends.hf_inference",
-    "python": "bench.backends.python_callable",
-}
-"""Backend name -> module that registers it (imported lazily)."""
+from bench.registry import Registry
 
 Factory = Callable[[Any], Any]
 
@@ -52,7 +38,20 @@ class BackendInfo:
     that return verdicts directly."""
 
 
-_REGISTRY: dict[str, BackendInfo] = {}
+_REGISTRY: Registry[BackendInfo] = Registry(
+    "backend",
+    {
+        "baseline": "bench.backends.baseline",
+        "sklearn": "bench.backends.sklearn_lr",
+        "embedding": "bench.backends.embedding",
+        "openai": "bench.backends.openai_compat",
+        "transformers": "bench.backends.hf_transformers",
+        "vllm": "bench.backends.vllm_offline",
+        "hf-inference": "bench.backends.hf_inference",
+        "python": "bench.backends.python_callable",
+    },
+)
+"""Backend name -> BackendInfo (each module imported lazily)."""
 
 
 def backend(
@@ -61,9 +60,7 @@ def backend(
     """Decorator registering a backend factory under ``name``."""
 
     def deco(fn: Factory) -> Factory:
-        if name in _REGISTRY:
-            raise ConfigError(f"backend {name!r} registered twice")
-        _REGISTRY[name] = BackendInfo(name, fn, dict(params), generative)
+        _REGISTRY.add(name, BackendInfo(name, fn, dict(params), generative))
         return fn
 
     return deco
@@ -71,15 +68,9 @@ def backend(
 
 def names() -> list[str]:
     """Every known backend name."""
-    return sorted(_MODULES)
+    return _REGISTRY.names()
 
 
 def get(name: str) -> BackendInfo:
     """The backend called ``name``; an unknown name raises with close matches."""
-    if name not in _MODULES:
-        close = difflib.get_close_matches(name, _MODULES, n=3)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise ConfigError(f"unknown backend {name!r}{hint} (known: {', '.join(names())})")
-    if name not in _REGISTRY:
-        importlib.import_module(_MODULES[name])
-    return _REGISTRY[name]
+    return _REGISTRY.get(name)
