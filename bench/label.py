@@ -1,7 +1,7 @@
 """``python bench/label.py``: propose step labels for every extracted trajectory.
 
 Reads ``<work>/extract/<source>/trajectories.jsonl``, runs the documented proposer rules
-(bench/proposers.py) and writes one label row per decision point, ids and labels only, to
+(bench/proposers/) and writes one label row per decision point, ids and labels only, to
 ``<out>/<source>.jsonl`` in a deterministic order. Prints a summary per source.
 """
 
