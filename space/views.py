@@ -1,0 +1,186 @@
+"""The Browse view as HTML: one decision point (gold label with the reviewers' notes, policy,
+visible prefix numbered as the prompts number it, proposed action) and every judge's raw output.
+Every string from the data is escaped here, whatever its source. The tables beside it are in
+``tables.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from data import Results, SpaceDataError, Texts
+from fmt import DASH, esc
+
+RAW_LIMIT = 20_000
+"""Characters of one raw output shown (the predictions file keeps all of it)."""
+
+
+def _block(title: str, body: str, cls: str = "") -> str:
+    return f'<div class="fs-block {cls}"><div class="fs-title">{esc(title)}</div>{body}</div>'
+
+
+def _pre(s: Any) -> str:
+    return f'<pre class="fs-pre">{esc(s)}</pre>'
+
+
+def _field(name: str, s: Any) -> str:
+    """A bold field name over its text in a preformatted box."""
+    return f"<div><b>{name}</b></div>{_pre(s)}"
+
+
+def _muted(s: str) -> str:
+    return f"<p class='fs-muted'>{s}</p>"
+
+
+def _action_html(a: Mapping[str, Any]) -> str:
+    """An action (tool, arguments, text) as the agent proposed it."""
+    out = ""
+    if a.get("tool"):
+        out += f"<div><b>tool</b> <code>{esc(a['tool'])}</code></div>"
+    arguments = a.get("arguments")
+    if arguments:
+        args = arguments if isinstance(arguments, str) else json.dumps(arguments, indent=1)
+        out += _field("arguments", args)
+    return out + _pre(a.get("text"))
+
+
+def _gold_html(res: Results, g: Mapping[str, Any], d: Mapping[str, Any] | None) -> str:
+    """The gold label (ground truth first, the built record's label otherwise) and the
+    reviewers' notes on its trajectory."""
+    gold = (d or {}).get("gold") or {}
+    items = [
+        ("gold act", g.get("act") or gold.get("act")),
+        ("binary", g.get("binary")),
+        ("phase", g.get("phase") or gold.get("phase")),
+        ("onset k", g.get("onset", gold.get("onset"))),
+        ("fail", g.get("fail") or gold.get("fail")),
+        ("harm", g.get("harm") or gold.get("harm")),
+        ("src", g.get("src") or gold.get("src")),
+        ("evidence turn", gold.get("cite")),
+        ("scored", g.get("scored", gold.get("scored"))),
+        ("reviewed", g.get("reviewed", gold.get("reviewed"))),
+        ("label set by", gold.get("provenance")),
+    ]
+    table = "".join(
+        f"<span>{esc(k)} <b>{esc(DASH if v is None or v == '' else v)}</b></span>" for k, v in items
+    )
+    tid = str(g.get("trajectory_id") or (d or {}).get("trajectory_id") or "")
+    notes = "".join(
+        f"<li><b>{esc(r.get('reviewer'))}</b> ({esc(r.get('decision'))}, {esc(r.get('time'))}): "
+        f"{esc(r.get('note') or '(no note)')}</li>"
+        for r in res.reviews(tid)
+    )
+    rationale = (
+        f"<div><b>Rationale (reviewers' notes)</b><ul>{notes}</ul></div>"
+        if notes
+        else "<div class='fs-muted'>No reviewer note for this trajectory: the label comes from "
+        "the rule-based proposer named above and the source's own label.</div>"
+    )
+    return _block("Gold label", f"<div class='fs-kv'>{table}</div>{rationale}", "fs-gold")
+
+
+def _policy_html(pol: Mapping[str, Any]) -> str:
+    out = ""
+    if pol.get("system"):
+        out += _field("system", pol["system"])
+    if pol.get("task"):
+        out += _field("task", pol["task"])
+    if pol.get("constraints"):
+        out += (
+            "<div><b>constraints</b></div><ul>"
+            + "".join(f"<li>{esc(c)}</li>" for c in pol["constraints"])
+            + "</ul>"
+        )
+    return _block("Policy", out or _muted("(empty)"))
+
+
+def _turn_html(n: int, t: Mapping[str, Any], cite: Any) -> str:
+    """Turn ``n`` of the visible prefix; the turn the gold label cites is marked."""
+    body = ""
+    if t.get("content"):
+        body += _pre(t["content"])
+    if t.get("thought"):
+        body += _field("thought", t["thought"])
+    if t.get("action"):
+        body += "<div><b>action</b></div>" + _action_html(t["action"])
+    if t.get("observation"):
+        body += _field("observation", t["observation"])
+    mark = " fs-cited" if cite == n else ""
+    star = " · cited as evidence" if cite == n else ""
+    return (
+        f"<div class='fs-turn{mark}'><div class='fs-turnhead'>#{n} {esc(t.get('role'))}{star}"
+        f"</div>{body}</div>"
+    )
+
+
+def point_html(res: Results, texts: Texts, did: str) -> str:
+    """The decision point as HTML (every string escaped): gold label with its rationale, the
+    policy, the visible prefix (numbered as the prompts number it) and the proposed action."""
+    g = res.ground_truth.get(did, {})
+    d = texts.point(did)
+    src = str(g.get("source") or (d or {}).get("source") or did.split(":", 1)[0])
+    head = (
+        f"<div class='fs-head'><b>{esc(did)}</b> · source <b>{esc(src)}</b> · category "
+        f"<b>{esc(g.get('category') or (d or {}).get('category') or DASH)}</b> · split "
+        f"<b>{esc(g.get('split') or (d or {}).get('split') or DASH)}</b>"
+        + (" · <b>disputed</b> (not scored)" if g.get("disputed") else "")
+        + "</div>"
+    )
+    if not g and d is None:
+        return (
+            head + "<p>This id is neither in the ground truth nor in the text available here.</p>"
+        )
+    parts = [head, _gold_html(res, g, d)]
+    if d is None:
+        why = texts.withheld.get(src)
+        msg = (
+            f"The text of {esc(src)} decision points is not shown here: {esc(why)}."
+            if why
+            else esc(
+                texts.origin
+                if texts.path is None
+                else f"{did} is not in {texts.path.name} (version {texts.version})."
+            )
+        )
+        parts.append(_block("Text", f"<p>{msg}</p>"))
+        return "".join(parts)
+    parts.append(_policy_html(d.get("policy") or {}))
+    cite = (d.get("gold") or {}).get("cite")
+    turns = [_turn_html(n, t, cite) for n, t in enumerate(d.get("history") or [], start=1)]
+    parts.append(
+        _block(
+            f"Visible prefix ({len(turns)} turns)",
+            "".join(turns) or _muted("(nothing before the first action)"),
+        )
+    )
+    body = _field("thought", d["thought"]) if d.get("thought") else ""
+    body += "<div><b>action</b></div>" + _action_html(d.get("action") or {})
+    parts.append(
+        _block(f"Proposed action (#{len(turns) + 1}, k = {d.get('k')})", body, "fs-action")
+    )
+    return "".join(parts)
+
+
+def raw_html(res: Results, did: str) -> str:
+    """Every ranked judge's raw output for one decision point, each in a collapsible block."""
+    out = []
+    for e in res.judges:
+        try:
+            jv = res.verdicts(e["id"])
+        except SpaceDataError as err:
+            out.append(_muted(esc(err)))
+            continue
+        if did not in jv.rows:
+            continue
+        raw = jv.raw(did)
+        cut = len(raw) > RAW_LIMIT
+        body = (
+            _pre(raw[:RAW_LIMIT] + ("\n[… cut for display]" if cut else ""))
+            if raw
+            else _muted("(no raw output: this judge returns verdicts directly)")
+        )
+        out.append(
+            f"<details class='fs-raw'><summary>{esc(e['display_name'])}</summary>{body}</details>"
+        )
+    return "".join(out) or _muted("No judge has a verdict on this decision point.")
