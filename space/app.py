@@ -9,7 +9,7 @@ FORESIGHT_DATASET_REPO names the published benchmark dataset for Browse's text. 
 happens here: every number is read from leaderboard.json (docs/space.md).
 
 This file holds the page layout and its callbacks. What it shows comes from the modules beside
-it: data.py (reading results and text), tables.py (each tab's tables), views.py (Browse's
+it: data.py (reading results and text), tabs.py (each tab's tables), views.py (Browse's
 HTML), about.py (the Submit and About text), fmt.py (cells and escaping). They are plain files
 imported by name, not a package, because the Space runs from this folder alone.
 """
@@ -32,7 +32,7 @@ import pandas as pd  # noqa: E402
 
 import about  # noqa: E402
 import data as D  # noqa: E402
-import tables as T  # noqa: E402
+import tabs as T  # noqa: E402
 import views as V  # noqa: E402
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """What the Space reads: outputs of ``bench/leaderboard.py`` plus the built dataset's text.
-Nothing here scores and nothing here shapes a tab (``tables.py``, ``views.py`` do): every number
+Nothing here scores and nothing here shapes a tab (``tabs.py``, ``views.py`` do): every number
 comes from ``leaderboard.json``; the per-decision verdicts and raw outputs come from the
 predictions files it names, the gold labels from ``ground_truth.jsonl``, the reviewers' notes
 from ``reviews/*.jsonl``, the text from the built dataset's ``decision_points.jsonl``.

@@ -1,7 +1,7 @@
 """The Browse view as HTML: one decision point (gold label with the reviewers' notes, policy,
 visible prefix numbered as the prompts number it, proposed action) and every judge's raw output.
 Every string from the data is escaped here, whatever its source. The tables beside it are in
-``tables.py``."""
+``tabs.py``."""
 
 from __future__ import annotations
 
