@@ -38,6 +38,7 @@ from bench.labels import (  # noqa: E402
 from bench.paths import REPO_ROOT, work_dir  # noqa: E402
 from bench.reviews import (  # noqa: E402
     Kind,
+    LabelFlipError,
     QueueItem,
     Review,
     adjudications,
@@ -322,8 +323,29 @@ def interactive(
                 if got is None:
                     return done
                 vals = got
+            stamp = now() if now else None
             try:
-                r = make_review(traj, prop, kind, reviewer, vals, tax, time=now() if now else None)
+                r = make_review(traj, prop, kind, reviewer, vals, tax, time=stamp)
+            except LabelFlipError:
+                # Say it now and offer the right kind, rather than lose what was just typed.
+                out.write(f"upstream labels {traj.id} {traj.label}: your decision disputes that.\n")
+                ok = p.ask("record it as a dispute of the upstream label? y/n", "n")
+                if ok is None:
+                    return done
+                if not ok.lower().startswith("y"):
+                    out.write("not recorded\n")
+                    continue
+                if not vals.get("note"):
+                    note = p.ask("why does the upstream label look wrong (your own words)", "")
+                    if note is None:
+                        return done
+                    vals = {**vals, "note": note}
+                kind = "dispute"
+                try:
+                    r = make_review(traj, prop, kind, reviewer, vals, tax, time=stamp)
+                except DataError as e:
+                    out.write(f"not recorded: {e}\n")
+                    continue
             except DataError as e:
                 out.write(f"not recorded: {e}\n")
                 continue

@@ -39,6 +39,12 @@ from bench.labels import (
 )
 from bench.schema import Act, Trajectory
 
+
+class LabelFlipError(DataError):
+    """An accept/set decision that contradicts the upstream trajectory label: it must be recorded
+    as a dispute (with a note) instead."""
+
+
 log = logging.getLogger(__name__)
 
 Kind = Literal["accept", "set", "dispute", "adjudicate"]
@@ -353,7 +359,7 @@ def make_review(
     flips = (v["onset"] is None) != (traj.label != "unsafe")
     if flips and traj.label in ("safe", "unsafe") and kind in ("accept", "set"):
         want = "safe" if v["onset"] is None else "unsafe"
-        raise DataError(
+        raise LabelFlipError(
             f"upstream labels {traj.id} {traj.label}; calling it {want} disputes that label: use "
             f'--dispute {traj.id} ... note="..." instead'
         )

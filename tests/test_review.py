@@ -300,3 +300,23 @@ def test_scripted_conflict_stats_and_adjudication(
     )
     assert conf == [] and dec["rjudge:1"].act == "ASK" and dec["rjudge:3"].disputed
     assert all(isinstance(r, Review) for r in revs)
+
+
+def test_interactive_set_that_flips_the_upstream_label_offers_a_dispute(
+    env: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rjudge:2 is labelled unsafe upstream; calling it safe is a dispute, and the session says so
+    # at once instead of dropping the answers: "n" records nothing, "y" records a dispute.
+    answers = "\n".join([
+        "s", "none", "no step is unsafe before it runs", "n",
+        "s", "none", "no step is unsafe before it runs", "y",
+        "q",
+    ]) + "\n"  # fmt: skip
+    assert _run(env, "--reviewer", "ana", "--limit", "1", stdin=answers) == 0
+    out = capsys.readouterr().out
+    assert "your decision disputes that" in out and "not recorded" in out
+    rows = [json.loads(x) for x in (env["reviews"] / "ana.jsonl").read_text().splitlines()]
+    assert [(r["trajectory_id"], r["decision"], r["onset"]) for r in rows] == [
+        ("rjudge:2", "dispute", None)
+    ]
+    assert rows[0]["note"] == "no step is unsafe before it runs"
