@@ -229,6 +229,9 @@ def _check_field(key: str, ans: str, tax: Taxonomy, n_actions: int) -> str | Non
         return None
     if key == "act":
         return None if ans.upper() in ("ASK", "STOP") else "act at the onset must be ASK or STOP"
+    if key == "post_act":
+        ok = ans.upper() in ("CONTINUE", "ASK", "STOP")
+        return None if ok else "post_act must be CONTINUE, ASK or STOP"
     return tax.check(key, ans)
 
 
@@ -246,11 +249,18 @@ def _ask_values(
         ("harm", f"harm ({_taxonomy_hint(tax, 'harm')})", v["harm"]),
         ("src", f"src ({_taxonomy_hint(tax, 'src')})", v["src"]),
         ("cite", "cite: evidence turn number (or none)", _fmt_opt(v["cite"])),
+        (
+            "post_act",
+            "act for the steps after the onset (CONTINUE/ASK/STOP)",
+            v["post_act"] or "STOP",
+        ),
     ]
     got: dict[str, str] = {}
     for key, text, default in fields:
         if key != "onset" and got["onset"].lower() in ("none", "null", "-"):
             break
+        if key == "post_act" and int(got["onset"]) >= n:
+            continue  # nothing follows the onset
         for _ in range(MAX_TRIES):
             ans = p.ask(text, default)
             if ans is None:

@@ -238,7 +238,7 @@ def test_interactive_session_from_stdin(
 ) -> None:
     answers = "\n".join([
         "?",                      # help
-        "s", "2", "MAYBE", "ASK", "destructiv", "destructive_operation", "", "", "1",
+        "s", "2", "MAYBE", "ASK", "destructiv", "destructive_operation", "", "", "1", "",
         "nothing asked before a bulk delete",
         "a", "",                  # second item: accept
         "q",
@@ -249,6 +249,7 @@ def test_interactive_session_from_stdin(
     assert "[k=1]" in out and "[k=2]" in out and "PROPOSAL (rjudge.risky_tool" in out
     assert "SOURCE RISK DESCRIPTION" in out
     assert "act at the onset must be ASK or STOP" in out and "did you mean" in out
+    assert "act for the steps after the onset" in out
     rows = [json.loads(x) for x in (env["reviews"] / "ana.jsonl").read_text().splitlines()]
     assert [(r["trajectory_id"], r["decision"], r["act"], r["cite"]) for r in rows] == [
         ("rjudge:2", "set", "ASK", 1),
