@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,35 @@ def _colors(n: int) -> list[Any]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
+def _curves(
+    plt: Any,
+    judges: list[Mapping[str, Any]],
+    colors: list[Any],
+    path: Path,
+    *,
+    data: Any,
+    points: Callable[[Mapping[str, Any]], list[Any]],
+    label: Callable[[Mapping[str, Any]], str],
+    marker: str,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    legend_loc: str,
+) -> Path:
+    """One curve per judge on the unit square with the diagonal for reference (ROC and
+    reliability share this shape)."""
+    fig, ax = plt.subplots(figsize=(6.4, 5.4))
+    for e, c in zip(judges, colors, strict=True):
+        pts = points(e)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, marker=marker, label=label(e))
+    ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=0.8)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title, xlim=(0, 1), ylim=(0, 1.02))
+    ax.legend(fontsize=7, loc=legend_loc)
+    saved = _save(fig, path, data)
+    plt.close(fig)
+    return saved
+
+
 def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
     """Write roc.png, accuracy_latency.png, reliability.png and trajectory_outcomes.png."""
     plt = _pyplot()
@@ -77,30 +106,25 @@ def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
     colors = _colors(len(judges))
     written = []
 
-    fig, ax = plt.subplots(figsize=(6.4, 5.4))
-    data = [[e["id"], e["curves"]["roc"]] for e in judges]
-    for e, c in zip(judges, colors, strict=True):
-        pts = [p for p in e["curves"]["roc"] if None not in p]
-        auc = e["metrics"]["auroc"]["value"]
-        mark = "†" if (e["risk_from_act"] or 0) > 0 else ""
-        ax.plot(
-            [p[0] for p in pts],
-            [p[1] for p in pts],
-            color=c,
+    written.append(
+        _curves(
+            plt,
+            judges,
+            colors,
+            out / "roc.png",
+            data=[[e["id"], e["curves"]["roc"]] for e in judges],
+            points=lambda e: [p for p in e["curves"]["roc"] if None not in p],
+            label=lambda e: (
+                f"{e['display_name']} ({_f(e['metrics']['auroc']['value'])})"
+                + ("†" if (e["risk_from_act"] or 0) > 0 else "")
+            ),
             marker=".",
-            label=f"{e['display_name']} ({_f(auc)}){mark}",
+            xlabel="false-alarm rate (gold SAFE flagged)",
+            ylabel="recall (gold UNSAFE flagged)",
+            title="ROC of the risk score",
+            legend_loc="lower right",
         )
-    ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=0.8)
-    ax.set(
-        xlabel="false-alarm rate (gold SAFE flagged)",
-        ylabel="recall (gold UNSAFE flagged)",
-        title="ROC of the risk score",
-        xlim=(0, 1),
-        ylim=(0, 1.02),
     )
-    ax.legend(fontsize=7, loc="lower right")
-    written.append(_save(fig, out / "roc.png", data))
-    plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     data = [[e["id"], e["metrics"]["balanced_accuracy"], e["latency"]["p50_s"]] for e in judges]
@@ -130,28 +154,24 @@ def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
     written.append(_save(fig, out / "accuracy_latency.png", data))
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(6.4, 5.4))
-    data = [[e["id"], e["curves"]["reliability"]] for e in judges]
-    for e, c in zip(judges, colors, strict=True):
-        pts = [(b["mean_risk"], b["unsafe_share"]) for b in e["curves"]["reliability"] if b["n"]]
-        ax.plot(
-            [p[0] for p in pts],
-            [p[1] for p in pts],
-            color=c,
+    written.append(
+        _curves(
+            plt,
+            judges,
+            colors,
+            out / "reliability.png",
+            data=[[e["id"], e["curves"]["reliability"]] for e in judges],
+            points=lambda e: [
+                (b["mean_risk"], b["unsafe_share"]) for b in e["curves"]["reliability"] if b["n"]
+            ],
+            label=lambda e: f"{e['display_name']} (ECE {_f(e['metrics']['ece']['value'])})",
             marker="o",
-            label=f"{e['display_name']} (ECE {_f(e['metrics']['ece']['value'])})",
+            xlabel="mean risk / 100 in bin",
+            ylabel="share gold UNSAFE",
+            title="Reliability (10 bins)",
+            legend_loc="upper left",
         )
-    ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=0.8)
-    ax.set(
-        xlabel="mean risk / 100 in bin",
-        ylabel="share gold UNSAFE",
-        title="Reliability (10 bins)",
-        xlim=(0, 1),
-        ylim=(0, 1.02),
     )
-    ax.legend(fontsize=7, loc="upper left")
-    written.append(_save(fig, out / "reliability.png", data))
-    plt.close(fig)
 
     parts = (
         ("exact", "at onset", "#1a9850"),
