@@ -133,7 +133,9 @@ def _args_json(a: Any) -> str | None:
 
 
 def hf_row(r: Record) -> dict[str, Any]:
-    """One record as a row of the parquet dataset."""
+    """One record as a row of the parquet dataset. The key order is the parquet column order,
+    part of a version's published bytes: the label columns are spelt out here rather than shared
+    with ``ground_truth_row`` (whose file is written with sorted keys)."""
     p, g = r.point, r.point.gold
     assert g is not None
     return {
