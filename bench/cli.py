@@ -13,6 +13,7 @@ COMMANDS = {
     "decide": "run every judge in judges.toml (locally or on HF Jobs)",
     "leaderboard": "metrics and tables from ground truth + predictions",
     "pipeline": "the whole flow on the embedded sample corpus, offline",
+    "proposer_eval": "accuracy of the label proposers against the reviewed decisions",
 }
 
 
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in {"-h", "--help"}:
         print("usage: bench <command> [args]\n\ncommands:")
         for name, text in COMMANDS.items():
-            print(f"  {name:<12} {text}")
+            print(f"  {name:<14} {text}")
         print("\n`bench <command> --help` shows a command's options.")
         return 0 if args else 2
     name, rest = args[0], args[1:]
