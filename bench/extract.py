@@ -11,156 +11,23 @@ reject into exit status 1.
 
 from __future__ import annotations
 
-if __package__ in (None, ""):  # run as `python bench/extract.py`: the repo root, not bench/, first
-    import pathlib
-    import sys
+if __name__ == "__main__" and not __package__:  # python bench/extract.py
+    import cli
 
-    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+    raise SystemExit(cli.launch(__file__))
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import logging  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from dataclasses import asdict, dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import sys
+import time
+from pathlib import Path
 
-from bench import sources  # noqa: E402
-from bench._script import run, setup_logging  # noqa: E402
-from bench.errors import DataError, IntegrityError  # noqa: E402
-from bench.jsonl import sha256_file, write_jsonl  # noqa: E402
-from bench.paths import REPO_ROOT, data_root, work_dir  # noqa: E402
-from bench.schema import decision_points  # noqa: E402
-from bench.sources.base import ExtractResult, Source  # noqa: E402
-
-log = logging.getLogger(__name__)
-
-PROGRESS_MIN = 200
-"""Show a progress bar from this many trajectories on (unless --quiet)."""
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What one extraction produced (written to summary.json and printed)."""
-
-    source: str
-    """Adapter name."""
-    path: str
-    """Raw folder read."""
-    trajectories: int
-    """Trajectories written."""
-    decision_points: int
-    """Decision points written (one per agent action)."""
-    agent_actions: int
-    """Agent turns seen: decision points plus exclusions."""
-    safe: int
-    """Trajectories labelled safe upstream."""
-    unsafe: int
-    """Trajectories labelled unsafe upstream."""
-    unlabelled: int
-    """Trajectories without an upstream label."""
-    rejects: int
-    """Raw records that could not be converted (see rejects.jsonl)."""
-    exclusions: int
-    """Agent turns with no decision point, with reasons (see exclusions.jsonl)."""
-    trajectories_sha256: str
-    """sha256 of trajectories.jsonl."""
-    upstream_commit: str | None
-    """The pinned upstream commit, None for the project's own corpus."""
-    seconds: float
-    """Wall time of the extraction."""
-
-    def line(self) -> str:
-        """The one-line summary printed per source."""
-        return (
-            f"{self.source}: {self.trajectories} trajectories, {self.decision_points} decision "
-            f"points ({self.agent_actions} agent actions, {self.exclusions} exclusions), "
-            f"{self.safe} safe / {self.unsafe} unsafe"
-            + (f" / {self.unlabelled} unlabelled" if self.unlabelled else "")
-            + f", {self.rejects} rejects [{self.seconds:.1f}s]"
-        )
-
-
-def resolve_path(src: Source, explicit: str | None, n_sources: int) -> Path:
-    """The raw folder for ``src``. ``--path`` names the source's folder (or a root holding it)
-    when one source is extracted, and a root holding every source's folder otherwise. Without
-    it: the project's own corpus lives in ``data/``, upstream data under ``data_root()``."""
-    if explicit:
-        p = Path(explicit)
-        if n_sources > 1 or (p / src.folder).is_dir():
-            return p / src.folder
-        return p
-    if src.upstream is None:
-        return src.default_path(REPO_ROOT / "data")
-    return src.default_path(data_root())
-
-
-def extract_source(
-    src: Source, path: Path, out_dir: Path, *, quiet: bool = False, t0: float | None = None
-) -> Summary:
-    """Run one adapter over ``path`` and write its five output files under ``out_dir``."""
-    t0 = time.perf_counter() if t0 is None else t0
-    if not path.exists():
-        raise DataError(
-            f"{src.name}: raw folder {path} does not exist; pass --path, set "
-            "FORESIGHT_DATA, or add --download"
-        )
-    res = src.extract(path)
-    _check_accounting(src.name, res)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    trajs = sorted(res.trajectories, key=lambda t: t.id)
-    traj_file = out_dir / "trajectories.jsonl"
-    write_jsonl(traj_file, (t.to_dict() for t in trajs))
-    n_dp = write_jsonl(
-        out_dir / "decision_points.jsonl",
-        (dp.to_dict() for t in _progress(trajs, src.name, quiet) for dp in decision_points(t)),
-    )
-    write_jsonl(out_dir / "rejects.jsonl", (asdict(r) for r in res.rejects))
-    write_jsonl(out_dir / "exclusions.jsonl", (asdict(e) for e in res.exclusions))
-    labels = [t.label for t in trajs]
-    summary = Summary(
-        source=src.name,
-        path=str(path),
-        trajectories=len(trajs),
-        decision_points=n_dp,
-        agent_actions=n_dp + len(res.exclusions),
-        safe=labels.count("safe"),
-        unsafe=labels.count("unsafe"),
-        unlabelled=sum(1 for x in labels if x is None),
-        rejects=len(res.rejects),
-        exclusions=len(res.exclusions),
-        trajectories_sha256=sha256_file(traj_file),
-        upstream_commit=src.upstream.commit if src.upstream else None,
-        seconds=round(time.perf_counter() - t0, 3),
-    )
-    tmp = out_dir / "summary.json.tmp"
-    tmp.write_text(json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out_dir / "summary.json")
-    for r in res.rejects:
-        log.warning("%s: reject %s#%d: %s", src.name, r.file, r.position, r.reason)
-    return summary
-
-
-def _check_accounting(name: str, res: ExtractResult) -> None:
-    """Every agent turn is a decision point or an exclusion: nothing vanishes silently."""
-    agent_turns = sum(1 for t in res.trajectories for x in t.turns if x.role == "agent")
-    actions = sum(1 for t in res.trajectories for x in t.turns if x.is_action)
-    if agent_turns != actions + len(res.exclusions):
-        raise IntegrityError(
-            f"{name}: {agent_turns} agent turns but {actions} actions + {len(res.exclusions)} "
-            "exclusions; the adapter dropped or double-counted a turn: fix the adapter"
-        )
-
-
-def _progress(items: list[Any], name: str, quiet: bool) -> Iterator[Any]:
-    if quiet or len(items) < PROGRESS_MIN:
-        yield from items
-        return
-    from tqdm import tqdm
-
-    yield from tqdm(items, desc=f"{name} decision points", unit="traj", leave=False)
+from bench import sources
+from bench.core.errors import DataError
+from bench.core.paths import work_dir
+from bench.core.script import setup_logging
+from bench.sources.base import Source
+from bench.sources.download import fetch
+from bench.sources.extraction import extract_source, resolve_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -205,8 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         if args.download and src.upstream is not None:
             path = _download_path(src, args.path, len(adapters))
-            from bench.sources.download import fetch
-
             fetch(src, path)
         else:
             path = resolve_path(src, args.path, len(adapters))
@@ -230,7 +95,3 @@ def _download_path(src: Source, explicit: str | None, n: int) -> Path:
         return resolve_path(src, explicit, n)
     except DataError:
         return work_dir() / "raw" / src.folder
-
-
-if __name__ == "__main__":
-    sys.exit(run(main))

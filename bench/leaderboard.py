@@ -13,97 +13,28 @@ docs/metrics.md; the Space reads only it.
 
 from __future__ import annotations
 
-if __package__ in (
-    None,
-    "",
-):  # run as `python bench/leaderboard.py`: the repo root, not bench/, first
-    import pathlib
-    import sys
+if __name__ == "__main__" and not __package__:  # python bench/leaderboard.py
+    import cli
 
-    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+    raise SystemExit(cli.launch(__file__))
 
-import argparse  # noqa: E402
-import logging  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import logging
+import sys
+import tempfile
+from pathlib import Path
 
-# The work is split by concept; this script is the CLI over it, and re-exports the public names:
-# bench.leaderboard_inputs (reading), bench.leaderboard_report (the report dict) and
-# bench.leaderboard_tables (md/csv/html rendering and the --check comparison).
-from bench import metrics as M  # noqa: E402
-from bench._script import (
-    run,  # noqa: E402
-    setup_logging,  # noqa: E402
-)
-from bench.jsonl import sha256_file  # noqa: E402
-from bench.leaderboard_inputs import (  # noqa: E402
-    JudgeInfo,
-    PredictionFile,
-    discover,
-    load_ground_truth,
-    load_judges,
-    read_predictions,
-)
-from bench.leaderboard_report import (  # noqa: E402
-    BREAKDOWN_METRICS,
-    LABELS,
-    PAIRED_METRICS,
-    RESAMPLES,
-    SCHEMA,
-    SEED,
-    build_report,
-    paired_differences,
-)
-from bench.leaderboard_tables import (  # noqa: E402
-    OUTPUT_TEXTS,
-    breakdown_table,
-    compare,
-    fmt,
-    fmt_ci,
-    render_all,
-    render_breakdown_csv,
-    render_csv,
-    render_html,
-    render_markdown,
-    tables,
-)
-from bench.paths import REPO_ROOT  # noqa: E402
-from bench.schema import ACTS  # noqa: E402
-
-__all__ = [
-    "BREAKDOWN_METRICS",
-    "LABELS",
-    "LEADERBOARDS",
-    "OUTPUT_TEXTS",
-    "PAIRED_METRICS",
-    "RESAMPLES",
-    "SCHEMA",
-    "SEED",
-    "JudgeInfo",
-    "PredictionFile",
-    "breakdown_table",
-    "build_report",
-    "compare",
-    "discover",
-    "fmt",
-    "fmt_ci",
-    "load_ground_truth",
-    "load_judges",
-    "main",
-    "paired_differences",
-    "read_predictions",
-    "render_all",
-    "render_breakdown_csv",
-    "render_csv",
-    "render_html",
-    "render_markdown",
-    "tables",
-]
+from bench.core.jsonl import sha256_file
+from bench.core.labels import ACTS
+from bench.core.paths import COST_MATRIX, GROUND_TRUTH, JUDGES_TOML, LEADERBOARDS, PREDICTIONS
+from bench.core.script import setup_logging
+from bench.metrics.inputs import load_cost_matrix
+from bench.metrics.stats import METRICS
+from bench.report.inputs import discover, load_ground_truth, load_judges
+from bench.report.report import build_report
+from bench.report.tables import OUTPUT_TEXTS, compare, fmt_ci, render_all
 
 log = logging.getLogger(__name__)
-
-LEADERBOARDS = REPO_ROOT / "leaderboards"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,21 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ground-truth",
         type=Path,
-        default=LEADERBOARDS / "ground_truth.jsonl",
+        default=GROUND_TRUTH,
         help="ground-truth JSONL (meta beside it)",
     )
-    ap.add_argument(
-        "--predictions", type=Path, default=LEADERBOARDS / "predictions", help="predictions folder"
-    )
-    ap.add_argument(
-        "--judges", type=Path, default=REPO_ROOT / "judges.toml", help="judges.toml (optional)"
-    )
-    ap.add_argument(
-        "--cost-matrix", type=Path, default=LEADERBOARDS / "cost_matrix.toml", help="reward matrix"
-    )
+    ap.add_argument("--predictions", type=Path, default=PREDICTIONS, help="predictions folder")
+    ap.add_argument("--judges", type=Path, default=JUDGES_TOML, help="judges.toml (optional)")
+    ap.add_argument("--cost-matrix", type=Path, default=COST_MATRIX, help="reward matrix")
     ap.add_argument("--out", type=Path, default=LEADERBOARDS, help="output folder")
     ap.add_argument(
-        "--metric", default="balanced_accuracy", choices=M.METRICS, help="metric to rank by"
+        "--metric", default="balanced_accuracy", choices=METRICS, help="metric to rank by"
     )
     ap.add_argument(
         "--invalid-as",
@@ -149,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"leaderboard --check: no ground truth at {args.ground_truth} yet; nothing to check")
         return 0
     rows, meta = load_ground_truth(args.ground_truth)
-    cost = M.load_cost_matrix(args.cost_matrix)
+    cost = load_cost_matrix(args.cost_matrix)
     files, refused, superseded = discover(args.predictions, str(meta["dataset_version"]))
     for r in refused:
         log.warning("refused %s: %s", r["path"], r["reason"])
@@ -186,7 +111,3 @@ def main(argv: list[str] | None = None) -> int:
             v = e["metrics"][args.metric]
             print(f"{e['rank']:>3}  {e['display_name']:<32} {args.metric} {fmt_ci(v)}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(run(main))

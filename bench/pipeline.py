@@ -9,22 +9,23 @@ runner with their reason.
 
 from __future__ import annotations
 
-if __package__ in (None, ""):  # run as `python bench/pipeline.py`: the repo root, not bench/, first
-    import pathlib
-    import sys
+if __name__ == "__main__" and not __package__:  # python bench/pipeline.py
+    import cli
 
-    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+    raise SystemExit(cli.launch(__file__))
 
-import argparse  # noqa: E402
-import logging  # noqa: E402
-import os  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
 
-from bench._script import run, setup_logging  # noqa: E402
-from bench.errors import BenchError  # noqa: E402
-from bench.paths import REPO_ROOT, work_dir  # noqa: E402
+from bench import build, decide, extract, label, leaderboard
+from bench.core.errors import BenchError
+from bench.core.paths import JUDGES_TOML, work_dir
+from bench.core.script import run, setup_logging
+from bench.judging.specs import load as load_judges
 
 log = logging.getLogger(__name__)
 
@@ -89,15 +90,9 @@ def _main(argv: list[str] | None) -> int:
     src_args = [a for s in sources for a in ("--source", s)]
     judges: list[str] = []
     if not args.all_judges:
-        from bench.judges import load as load_judges
-
-        default = [
-            j.id for j in load_judges(REPO_ROOT / "judges.toml") if j.backend in OFFLINE_BACKENDS
-        ]
+        default = [j.id for j in load_judges(JUDGES_TOML) if j.backend in OFFLINE_BACKENDS]
         for j in args.judge or default:
             judges += ["--judge", j]
-
-    from bench import build, decide, extract, label, leaderboard
 
     stages: list[tuple[str, Callable[[list[str] | None], int], list[str]]] = [
         ("extract", extract.main, [*src_args, "--out", str(out / "extract"), *q]),
@@ -141,7 +136,7 @@ def _main(argv: list[str] | None) -> int:
                 "--predictions",
                 str(lb / "predictions"),
                 "--judges",
-                str(REPO_ROOT / "judges.toml"),
+                str(JUDGES_TOML),
                 "--out",
                 str(lb),
                 *q,
@@ -160,7 +155,3 @@ def _main(argv: list[str] | None) -> int:
     print(f"\npipeline finished in {time.perf_counter() - t_all:.1f} s; outputs under {out}")
     print(f"leaderboard: {lb / 'leaderboard.md'}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

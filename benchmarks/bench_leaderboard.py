@@ -16,20 +16,14 @@ import argparse
 import os
 import time
 
-if __package__ in (None, ""):
-    import pathlib
-    import sys
+import numpy as np
 
-    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
-
-import numpy as np  # noqa: E402
-
-from bench import metrics as M  # noqa: E402
+from bench.metrics.bootstrap import bootstrap_stats, tie_groups
+from bench.metrics.inputs import CostMatrix, Gold, Predictions, align
+from bench.metrics.stats import METRICS, TrajectoryIndex, judge_stats, metrics_from_stats
 
 
-def synthetic(
-    n_points: int, n_judges: int, seed: int = 1
-) -> tuple[M.Gold, dict[str, M.Predictions]]:
+def synthetic(n_points: int, n_judges: int, seed: int = 1) -> tuple[Gold, dict[str, Predictions]]:
     """Gold rows and judges' predictions with known structure, seeded."""
     rng = np.random.default_rng(seed)
     lengths: list[int] = []
@@ -50,7 +44,7 @@ def synthetic(
     scored = (on_a < 0) | (k_a <= on_a)
     ids = np.array([f"{a}:{b}" for a, b in zip(traj, k, strict=True)], dtype=object)
     none = np.full(len(ids), "NONE", dtype=object)
-    gold = M.Gold(
+    gold = Gold(
         ids=ids,
         trajectory=np.array(traj, dtype=object),
         k=k_a,
@@ -74,26 +68,26 @@ def synthetic(
         u = rng.random(len(ids))
         status = np.where(u < 0.02, 2, np.where(u < 0.03, 3, 0)).astype(np.int8)
         p_act[status >= 2] = -1
-        preds[f"judge-{j:02d}"] = M.Predictions(ids=ids, act=p_act, risk=risk, status=status)
+        preds[f"judge-{j:02d}"] = Predictions(ids=ids, act=p_act, risk=risk, status=status)
     return gold, preds
 
 
 def run_once(n_points: int, n_judges: int, resamples: int) -> dict[str, float]:
     """Time each stage of scoring ``n_judges`` on ``n_points`` with ``resamples``."""
     gold, preds = synthetic(n_points, n_judges)
-    cost = M.CostMatrix(values=((0.0, -0.25, -0.5), (-1.0, 1.0, 0.5), (-1.0, 0.5, 1.0)))
+    cost = CostMatrix(values=((0.0, -0.25, -0.5), (-1.0, 1.0, 0.5), (-1.0, 0.5, 1.0)))
     t0 = time.perf_counter()
-    index = M.TrajectoryIndex.of(gold)
-    stats = {j: M.judge_stats(gold, M.align(gold, p), index) for j, p in preds.items()}
-    point = {j: M.metrics_from_stats(s.table.sum(0), s.values, cost) for j, s in stats.items()}
+    index = TrajectoryIndex.of(gold)
+    stats = {j: judge_stats(gold, align(gold, p), index) for j, p in preds.items()}
+    point = {j: metrics_from_stats(s.table.sum(0), s.values, cost) for j, s in stats.items()}
     t1 = time.perf_counter()
-    boot = M.bootstrap_stats(stats, len(index), cost, resamples=resamples, seed=0)
+    boot = bootstrap_stats(stats, len(index), cost, resamples=resamples, seed=0)
     t2 = time.perf_counter()
     for j in preds:
-        for m in M.METRICS:
+        for m in METRICS:
             boot.interval(j, m)
     t3 = time.perf_counter()
-    M.tie_groups(
+    tie_groups(
         {j: float(v["balanced_accuracy"][0]) for j, v in point.items()}, boot, "balanced_accuracy"
     )
     t4 = time.perf_counter()

@@ -1,6 +1,6 @@
 """Runner benchmark: the ``openai`` backend through the runner against a mock server.
 
-The mock OpenAI-compatible server (``bench.mockserver``) runs in a SEPARATE process, so the CPU
+The mock OpenAI-compatible server (``tests/fakes/mockserver.py``) runs in a SEPARATE process, so the CPU
 time measured here (``time.process_time`` of this process) is the harness's alone: rendering,
 request encoding, the HTTP client, the event loop, the runner's bookkeeping, parsing and writing
 the predictions file.
@@ -33,15 +33,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
+from bench import decide
+from bench.core.schema import Action, DecisionPoint, Policy, Turn
+from bench.judging import backends, runner
+from bench.judging.predictions import Writer, latest, read_lines
+from bench.judging.protocol import JudgeInput, JudgeSpec
+from bench.prompts import parsers as contract
+from bench.prompts.renderer import render
 
-from bench import backends, contract, decide, runner  # noqa: E402
-from bench.backends.base import JudgeInput  # noqa: E402
-from bench.judges import JudgeSpec  # noqa: E402
-from bench.predictions import Writer, latest, read_lines  # noqa: E402
-from bench.render import render  # noqa: E402
-from bench.schema import Action, DecisionPoint, Policy, Turn  # noqa: E402
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+"""Where the test doubles live (``tests/fakes/``): the mock server is started from there."""
 
 
 def synthetic(n: int) -> list[DecisionPoint]:
@@ -85,10 +86,10 @@ class Server:
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.mockserver", "--port", "0", *args],
+            [sys.executable, "-m", "fakes.mockserver", "--port", "0", *args],
             stdout=subprocess.PIPE,
             text=True,
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=TESTS,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -252,7 +253,7 @@ def split(n: int, tmp: Path) -> dict[str, float]:
             "usage": {"prompt_tokens": 400, "completion_tokens": 30, "total_tokens": 430},
         }
     ).encode()
-    from bench import dataset
+    from bench.dataset import reader as dataset
 
     t = time.process_time
     cl = t()

@@ -305,7 +305,7 @@ class Texts:
             return None
         d = _line_at(self.path, self.offsets[did])
         try:  # in a checkout, hold the record to the schema the build wrote
-            from bench.schema import DecisionPoint
+            from bench.core.schema import DecisionPoint
         except ImportError:
             return d
         DecisionPoint.from_dict(d)
@@ -314,7 +314,7 @@ class Texts:
 
 def _bench_build_dir() -> Path:
     try:
-        from bench.dataset import BUILD_DIR
+        from bench.dataset.reader import BUILD_DIR
     except ImportError:
         return DEFAULT_BUILD
     return Path(BUILD_DIR)
@@ -323,7 +323,7 @@ def _bench_build_dir() -> Path:
 def _raw_present(source: str) -> bool:
     """True when this machine holds the source's raw upstream data (a checkout with bench)."""
     try:
-        from bench.paths import data_root
+        from bench.core.paths import data_root
         from bench.sources import get
 
         folder = data_root() / get(source).folder
@@ -337,7 +337,7 @@ def _local_version(build_dir: Path, want: str | None) -> str | None:
     if want and (build_dir / want / POINTS_FILE).is_file():
         return want
     try:
-        from bench.dataset import latest_version
+        from bench.dataset.reader import latest_version
 
         return latest_version(build_dir)
     except ImportError:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.paths import REPO_ROOT, data_root
+from bench.core.paths import REPO_ROOT, data_root
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.schema import Action, DecisionPoint, GoldLabel, Policy, Turn
+from bench.core.labels import GoldLabel
+from bench.core.schema import Action, DecisionPoint, Policy, Turn
 
 VERSION = "v-synth"
 

@@ -10,21 +10,22 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fakes.mockserver import MockConfig, MockServer, draw, verdict_text
 
-from bench import backends, contract, runner
-from bench.backends.base import JudgeInput, RawOutput, RetryableError, SkipJudge
-from bench.backends.http1 import ConnectionPool, ProtocolError
-from bench.backends.openai_compat import (
+from bench.core.errors import ConfigError
+from bench.core.schema import Action, DecisionPoint, Policy, Turn
+from bench.judging import backends, runner
+from bench.judging.backends._http1 import ConnectionPool, ProtocolError
+from bench.judging.backends.openai_compat import (
     EndpointError,
     OpenAIBackend,
     parse_params,
     parse_retry_after,
     server_message,
 )
-from bench.errors import ConfigError
-from bench.mockserver import MockConfig, MockServer, draw, verdict_text
-from bench.predictions import Prediction
-from bench.schema import Action, DecisionPoint, Policy, Turn
+from bench.judging.predictions import Prediction
+from bench.judging.protocol import JudgeInput, RawOutput, RetryableError, SkipJudge
+from bench.prompts import parsers as contract
 
 FAST = runner.RetryPolicy(max_attempts=4, base_s=0.01, max_s=0.05)
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from decide_support import points
 
-from bench import backends, judges, runner
-from bench.backends.base import JudgeInput, RawOutput, RetryableError, SkipJudge
-from bench.errors import ConfigError
-from bench.schema import DecisionPoint
+from bench.core.errors import ConfigError
+from bench.core.schema import DecisionPoint
+from bench.judging import backends, runner
+from bench.judging import specs as judges
+from bench.judging.protocol import JudgeInput, RawOutput, RetryableError, SkipJudge
 
 
 def gold_act(dp: DecisionPoint) -> str:
@@ -139,7 +140,7 @@ def test_vllm_skips_with_its_reason_when_not_installed() -> None:
 
 MODULE = """
 import asyncio
-from bench.verdict import Verdict
+from bench.core.verdict import Verdict
 
 def text_judge(item, word="CONTINUE"):
     return "\\\\boxed{act:" + word + ", risk:5, fail:NONE, harm:NONE, src:NONE, cite:NONE}"
@@ -170,13 +171,13 @@ def py_row(path: Path, fn: str, extra: str = "") -> str:
 
 
 def test_python_callable_text_verdict_async(judge_module: Path) -> None:
-    from bench.decide import make_parse
+    from bench.judging.local import make_parse
 
     s = spec(py_row(judge_module, "text_judge", ', kwargs = { word = "STOP" }'))
     be = backends.get("python").factory(s)
     got: list = []
     runner.run(be, inputs(3), got.append, parse=make_parse(s))
-    assert [p.act for p in got] == ["STOP"] * 3 and {p.status for p in got} == {"ok"}
+    assert [p.verdict.act for p in got] == ["STOP"] * 3 and {p.status for p in got} == {"ok"}
 
     be = backends.get("python").factory(
         spec(py_row(judge_module, "verdict_judge", ", batched = true"))
@@ -188,7 +189,7 @@ def test_python_callable_text_verdict_async(judge_module: Path) -> None:
     assert hasattr(be, "adecide")
     got = []
     runner.run(be, inputs(4), got.append, parse=make_parse(s), concurrency=2)
-    assert [p.binary for p in got] == ["UNSAFE"] * 4
+    assert [p.verdict.binary for p in got] == ["UNSAFE"] * 4
 
 
 def test_python_callable_errors(judge_module: Path) -> None:
@@ -281,7 +282,7 @@ def hf_row(url: str, extra: str = "") -> str:
 def test_hf_inference_against_a_local_server(
     tgi_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bench.decide import make_parse
+    from bench.judging.local import make_parse
 
     monkeypatch.setenv("BENCH_TEST_HF_TOKEN", "tok-123")
     s = spec(hf_row(tgi_server))
@@ -297,7 +298,7 @@ def test_hf_inference_against_a_local_server(
         retry=runner.RetryPolicy(base_s=0.001, max_s=0.01),
     )
     assert [p.status for p in got] == ["ok"] * 3, got
-    assert got[0].attempts == 3 and got[0].act == "ASK" and got[0].tokens_out == 7
+    assert got[0].attempts == 3 and got[0].verdict.act == "ASK" and got[0].tokens_out == 7
     assert all(x["path"].endswith("/chat/completions") for x in _Handler.seen)
     assert _Handler.seen[0]["auth"] == "Bearer tok-123" and _Handler.seen[0]["temperature"] == 0
 
@@ -322,3 +323,59 @@ def test_hf_inference_skips_when_the_hub_is_offline(monkeypatch: pytest.MonkeyPa
 def test_retryable_error_shape() -> None:
     e = RetryableError("x", retry_after=2.5)
     assert e.retry_after == 2.5 and isinstance(RawOutput(text="a").extra, dict)
+
+
+# --- the in-process mock backend ----------------------------------------------------------------
+
+MOCK_ROWS = """
+[[judge]]
+id = "mock-batch"
+backend = "mock"
+prompt = "auditor"
+parser = "boxed"
+batch_size = 4
+params = { outputs = ["\\\\boxed{act:STOP, risk:90, fail:data_exposure, harm:privacy, src:agent_error, cite:NONE}", "no verdict here"] }
+
+[[judge]]
+id = "mock-async"
+backend = "mock"
+prompt = "auditor"
+parser = "boxed"
+concurrency = 4
+params = { async = true, tokens = true }
+"""
+
+
+def test_mock_backend_through_decide(tmp_path: Path) -> None:
+    from decide_support import write_build
+
+    from bench import decide
+    from bench.judging import predictions
+
+    build = write_build(tmp_path / "build", n=16)
+    jf = tmp_path / "judges.toml"
+    jf.write_text(MOCK_ROWS, encoding="utf-8")
+    out = tmp_path / "preds"
+    argv = ["--judges", str(jf), "--build-dir", str(build), "--out", str(out), "--quiet"]
+    assert decide.main(argv) == 0
+    (batch,) = out.glob("mock-batch/*/*.jsonl")
+    rows = predictions.latest(batch)
+    statuses = {r["status"] for r in rows.values()}
+    assert len(rows) == 8 and statuses == {"ok", "invalid"}  # both canned answers were drawn
+    assert all(r["act"] == "STOP" for r in rows.values() if r["status"] == "ok")
+    (asy,) = out.glob("mock-async/*/*.jsonl")
+    arows = predictions.latest(asy)
+    assert {r["act"] for r in arows.values()} == {"CONTINUE"}
+    assert all(r["tokens_in"] > 0 and r["tokens_out"] > 0 for r in arows.values())
+    # the same answers on a rerun from scratch: they depend on the id only
+    assert decide.main([*argv, "--force", "--judge", "mock-batch"]) == 0
+    again = predictions.latest(batch)
+    assert {i: r["status"] for i, r in again.items()} == {i: r["status"] for i, r in rows.items()}
+
+
+def test_mock_backend_checks_its_params() -> None:
+    with pytest.raises(ConfigError, match="outputs must be a non-empty list"):
+        judges.parse(
+            '[[judge]]\nid = "m"\nbackend = "mock"\nprompt = "auditor"\nparser = "boxed"\n'
+            "params = { outputs = [] }\n"
+        ).__len__()

@@ -20,8 +20,10 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from decide_support import write_build  # noqa: E402
 
-from bench import backends, decide, judges  # noqa: E402
-from bench.backends.base import JudgeInput, SkipJudge  # noqa: E402
+from bench import decide  # noqa: E402
+from bench.judging import backends  # noqa: E402
+from bench.judging import specs as judges  # noqa: E402
+from bench.judging.protocol import JudgeInput, SkipJudge  # noqa: E402
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
@@ -85,7 +87,7 @@ def test_thinking_switch_and_left_padding(tiny_model: Path) -> None:
 
 
 def test_batched_generation_matches_one_by_one(tiny_model: Path) -> None:
-    from bench.schema import Action, DecisionPoint, Policy
+    from bench.core.schema import Action, DecisionPoint, Policy
 
     spec = judges.parse(row(tiny_model))[0]
     be = backends.get("transformers").factory(spec)

@@ -1,7 +1,7 @@
 """bench/build.py, bench/dataset.py, bench/card.py, bench/hub.py on handmade trajectories.
 
 The corpus here is written in the test (the project's own words), extracted into a tmp work
-folder as the ``sample`` source, labelled through ``bench.labels.step_labels``; every output
+folder as the ``sample`` source, labelled through ``bench.labelling.decisions.step_labels``; every output
 goes under tmp_path.
 """
 
@@ -14,13 +14,17 @@ from typing import Any
 import pytest
 
 from bench import build
-from bench.dataset import load
-from bench.errors import BenchError, DataError, LeakError
-from bench.hub import PublishError, check_publishable, forbidden_configs
-from bench.jsonl import read_jsonl, sha256_file, write_jsonl
-from bench.labels import LabelRow, TrajectoryDecision, step_labels, write_labels
-from bench.render import TEMPLATES, action_text, render
-from bench.schema import Action, Policy, Trajectory, Turn
+from bench.core.errors import BenchError, DataError, LeakError
+from bench.core.jsonl import read_jsonl, sha256_file, write_jsonl
+from bench.core.schema import Action, Policy, Trajectory, Turn
+from bench.core.taxonomy import load_taxonomy
+from bench.dataset import builder
+from bench.dataset.export import meta_path
+from bench.dataset.hub import PublishError, check_publishable, forbidden_configs
+from bench.dataset.reader import load
+from bench.labelling.decisions import LabelRow, TrajectoryDecision, step_labels, write_labels
+from bench.prompts.renderer import TEMPLATES, action_text, render
+from bench.sources.extraction import load_source
 
 # --------------------------------------------------------------------------- handmade corpus
 
@@ -94,8 +98,8 @@ def setup(
     }
 
 
-def run_build(p: dict[str, Path], **kw: Any) -> build.BuildResult:
-    return build.build(
+def run_build(p: dict[str, Path], **kw: Any) -> builder.BuildResult:
+    return builder.build(
         ["sample"],
         work=p["work"],
         out=p["out"],
@@ -107,7 +111,7 @@ def run_build(p: dict[str, Path], **kw: Any) -> build.BuildResult:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], build.BuildResult]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], builder.BuildResult]:
     p = setup(tmp_path_factory.mktemp("b"), corpus())
     return p, run_build(p)
 
@@ -196,7 +200,7 @@ def test_ground_truth_is_ids_and_labels_only(built: Any) -> None:
     }  # fmt: skip
     text = p["gt"].read_text()
     assert "FileTool" not in text and "tidy" not in text.lower()
-    meta = json.loads(build.meta_path(p["gt"]).read_text())
+    meta = json.loads(meta_path(p["gt"]).read_text())
     assert meta["dataset_version"] == res.version
     assert meta["configs"]["sample"]["decision_points"] == len(rows)
     onset = [r for r in rows if r["phase"] == "onset"]
@@ -294,7 +298,8 @@ def test_a_view_that_leaks_its_own_observation_stops_the_build(tmp_path: Path) -
 def test_a_prompt_that_loses_the_action_stops_the_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import bench.render as render_mod
+    import bench.dataset.checks as checks_mod
+    import bench.prompts.renderer as render_mod
 
     real = render_mod.render
 
@@ -308,7 +313,7 @@ def test_a_prompt_that_loses_the_action_stops_the_build(
             return type(prompt)(msgs, prompt.template, prompt.elided_turns, False, 0)
         return prompt
 
-    monkeypatch.setattr(render_mod, "render", lossy)
+    monkeypatch.setattr(checks_mod, "render", lossy)
     with pytest.raises(LeakError, match="sample:t0:2: template 'json' lost the judged action"):
         run_build(setup(tmp_path, corpus(4)))
 
@@ -317,20 +322,20 @@ def test_missing_labels_for_a_real_source_say_what_to_run(tmp_path: Path) -> Non
     p = setup(tmp_path, corpus(3))
     write_jsonl(p["work"] / "extract" / "rjudge" / "trajectories.jsonl", [])
     with pytest.raises(DataError, match="python bench/label.py --source rjudge"):
-        build.build(["rjudge"], work=p["work"], out=p["out"], labels_dir=p["labels"],
+        builder.build(["rjudge"], work=p["work"], out=p["out"], labels_dir=p["labels"],
                     reviews_dir=p["reviews"], ground_truth=None)  # fmt: skip
 
 
 def test_missing_extract_for_a_real_source_says_what_to_run(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="python bench/extract.py --source stepshield"):
-        build.load_source("stepshield", tmp_path)
+        load_source("stepshield", tmp_path)
 
 
 # --------------------------------------------------------------------------- SFT export
 
 
 def test_export_sft_is_dev_only_auditor_prompts_with_the_gold_box(tmp_path: Path) -> None:
-    from bench.contract import load_vocab, parse
+    from bench.prompts.parsers import parse
 
     p = setup(tmp_path, corpus(12))
     out = tmp_path / "sft.jsonl"
@@ -350,7 +355,7 @@ def test_export_sft_is_dev_only_auditor_prompts_with_the_gold_box(tmp_path: Path
         msgs = r["messages"]
         assert msgs[:-1] == [dict(m) for m in render(dp, "auditor").messages]
         assert msgs[-1]["role"] == "assistant"
-        v = parse("boxed", msgs[-1]["content"], n_visible=len(dp.history), vocab=load_vocab())
+        v = parse("boxed", msgs[-1]["content"], n_visible=len(dp.history), vocab=load_taxonomy())
         assert v.status == "ok" and v.act == dp.gold.act and v.cite == dp.gold.cite
 
 
@@ -490,7 +495,7 @@ def test_refused_push_makes_no_request(tmp_path: Path, fake_hub: FakeHub) -> Non
 
 
 def test_private_push_lifts_the_gate(tmp_path: Path, fake_hub: FakeHub) -> None:
-    from bench.hub import push
+    from bench.dataset.hub import push
 
     folder = tmp_path / "v"
     (folder / "rjudge").mkdir(parents=True)
@@ -502,7 +507,7 @@ def test_private_push_lifts_the_gate(tmp_path: Path, fake_hub: FakeHub) -> None:
 
 
 def test_private_push_refuses_an_existing_public_repo(tmp_path: Path, fake_hub: FakeHub) -> None:
-    from bench.hub import push
+    from bench.dataset.hub import push
 
     fake_hub.created.append({"name": "pub", "organization": "me", "visibility": "public"})
     folder = tmp_path / "v"
@@ -529,8 +534,8 @@ def real_build(raw_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     largv = ["--work", str(tmp), "--out", str(tmp / "labels"), "--quiet"]
     assert label.main([a for n in names for a in ("--source", n)] + largv) == 0
     kw = {"work": tmp, "labels_dir": tmp / "labels", "reviews_dir": tmp / "none"}
-    first = build.build(names, out=tmp / "b1", ground_truth=tmp / "gt1.jsonl", **kw)
-    second = build.build(names, out=tmp / "b2", ground_truth=tmp / "gt2.jsonl", **kw)
+    first = builder.build(names, out=tmp / "b1", ground_truth=tmp / "gt1.jsonl", **kw)
+    second = builder.build(names, out=tmp / "b2", ground_truth=tmp / "gt2.jsonl", **kw)
     return tmp, first, second
 
 

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench import contract
-from bench.contract import PARSERS, Vocab, load_vocab, parse, parser
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
+from bench.core.taxonomy import Taxonomy, load_taxonomy
+from bench.prompts import parsers as contract
+from bench.prompts.parsers import PARSERS, parse, parser
 
 SEED = (
     "\\boxed{act:STOP, binary:UNSAFE, risk:90, chan:NONE, pert:NONE, obj:NONE, "
@@ -217,11 +218,11 @@ def test_box_binary_checked_against_projection(act, risk, binary, status):
 
 
 def test_custom_vocabulary():
-    small = Vocab(
-        fail=frozenset({"only_fail"}),
-        harm=frozenset({"privacy"}),
-        src=frozenset({"compromised_tool"}),
-        definitions={},
+    small = Taxonomy(
+        act={"CONTINUE": "c", "ASK": "a", "STOP": "s"},
+        fail={"only_fail": "the one failure mode"},
+        harm={"privacy": "p"},
+        src={"compromised_tool": "t"},
     )
     v = parse("boxed", box(fail="only_fail"), vocab=small)
     assert v.status == "ok" and v.fail == "only_fail"
@@ -351,13 +352,13 @@ def test_registry():
 
 
 def test_vocab_loads_the_taxonomy():
-    v = load_vocab()
+    v = load_taxonomy()
     assert (len(v.fail), len(v.harm), len(v.src)) == (16, 11, 10)
-    assert "NONE" not in v.fail | v.harm | v.src
-    assert load_vocab() is v  # cached
-    assert list(v.definitions["act"]) == ["CONTINUE", "ASK", "STOP"]
+    assert "NONE" not in set(v.fail) | set(v.harm) | set(v.src)
+    assert load_taxonomy() is v  # cached
+    assert list(v.definitions("act")) == ["CONTINUE", "ASK", "STOP"]
     assert v.names("fail")[0] in v.fail
-    assert set(contract.LLAMAGUARD_HARM.values()) <= v.harm
+    assert set(contract.LLAMAGUARD_HARM.values()) <= set(v.harm)
 
 
 @pytest.mark.parametrize(
@@ -376,9 +377,9 @@ def test_vocab_errors(tmp_path, text, match):
     path = tmp_path / "taxonomy.toml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=match):
-        load_vocab(path)
+        load_taxonomy(path)
     with pytest.raises(ConfigError, match="not found"):
-        load_vocab(tmp_path / "missing.toml")
+        load_taxonomy(tmp_path / "missing.toml")
 
 
 # --- properties --------------------------------------------------------------------------------

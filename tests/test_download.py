@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import DataError, IntegrityError
+from bench.core.errors import DataError, IntegrityError
 from bench.sources import get
 from bench.sources.base import ExtractResult, Source, Upstream, UpstreamFile
 from bench.sources.download import fetch, file_url

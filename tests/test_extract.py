@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from bench import extract
-from bench._script import run
-from bench.jsonl import read_jsonl, sha256_file
-from bench.schema import DecisionPoint, Trajectory
-from bench.sources.assebench import DATA_FILE
+from bench.core.jsonl import read_jsonl, sha256_file
+from bench.core.schema import DecisionPoint, Trajectory
+from bench.core.script import run
+from bench.sources.adapters.assebench import DATA_FILE
 
 
 def _rjudge_rec(rid: int, label: int = 1) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def test_unknown_source_and_missing_path(
 
 
 def test_sample_through_the_registry(tmp_path: Path, repo_root: Path) -> None:
-    from bench.sources.sample import CORPUS_FILE
+    from bench.sources.adapters.sample import CORPUS_FILE
 
     if not (repo_root / "data" / "sample" / CORPUS_FILE).is_file():
         pytest.skip("the sample corpus is not written yet")

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from bench.fakehub import FakeHub
+from fakes.fakehub import FakeHub
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -19,11 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.fakehub import FakeHub
 
-from bench import decide, jobs
-from bench.fakehub import FakeHub
-from bench.paths import REPO_ROOT
-from bench.schema import Action, DecisionPoint, GoldLabel, Policy
+from bench import decide
+from bench.core.errors import ConfigError
+from bench.core.labels import GoldLabel
+from bench.core.paths import REPO_ROOT
+from bench.core.schema import Action, DecisionPoint, Policy
+from bench.jobs import plan as jobs_plan
+from bench.jobs import submit as jobs
+from bench.judging import specs as judge_specs
 
 RESULTS = "tester/fb-results"
 DATA = "tester/fb-data"
@@ -125,7 +130,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wheel: Path) -> Iterato
             "HF_HUB_OFFLINE": "0",
             "HF_HOME": str(tmp_path / "job-home"),
             "HF_HUB_DISABLE_TELEMETRY": "1",
-            jobs.SKIP_INSTALL_ENV: "1",
+            jobs_plan.SKIP_INSTALL_ENV: "1",
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         }
     )
@@ -169,18 +174,18 @@ def shard_paths(hub: FakeHub, version: str) -> list[str]:
 
 def test_pure_helpers() -> None:
     ids = [f"x:{i}:1" for i in range(200)]
-    parts = jobs.partition(ids, 4)
+    parts = jobs_plan.partition(ids, 4)
     assert sorted(i for p in parts for i in p) == sorted(ids)
     assert all(len(p) > 20 for p in parts)  # sha256 spreads them
-    assert jobs.partition(reversed(ids), 4) == parts  # order does not matter
-    assert jobs.shard_of("x:1:1", 1) == 0
-    assert jobs.parse_duration("2h") == 7200 and jobs.parse_duration("90") == 90
-    with pytest.raises(jobs.ConfigError):
-        jobs.parse_duration("two hours")
-    specs = {s.id: s for s in decide.judges_mod.load()}
-    assert jobs.secret_names(specs["gpt-4o-mini-rjudge"]) == ("HF_TOKEN", "OPENAI_API_KEY")
-    assert jobs.secret_names(specs["keywords"]) == ("HF_TOKEN",)
-    bad = jobs.refused_configs(
+    assert jobs_plan.partition(reversed(ids), 4) == parts  # order does not matter
+    assert jobs_plan.shard_of("x:1:1", 1) == 0
+    assert jobs_plan.parse_duration("2h") == 7200 and jobs_plan.parse_duration("90") == 90
+    with pytest.raises(ConfigError):
+        jobs_plan.parse_duration("two hours")
+    specs = {s.id: s for s in judge_specs.load()}
+    assert jobs_plan.secret_names(specs["gpt-4o-mini-rjudge"]) == ("HF_TOKEN", "OPENAI_API_KEY")
+    assert jobs_plan.secret_names(specs["keywords"]) == ("HF_TOKEN",)
+    bad = jobs_plan.refused_configs(
         {"rjudge": {"license": "none"}, "sample": {"license": "MIT"}}, ["rjudge", "sample", "x"]
     )
     assert bad == ["rjudge", "x"]
@@ -188,7 +193,7 @@ def test_pure_helpers() -> None:
 
 def test_wheel_holds_the_package(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    assert "bench/decide.py" in names and "bench/templates/auditor.j2" in names
+    assert "bench/decide.py" in names and "bench/prompts/templates/auditor.j2" in names
     assert any(n.startswith("bench/sources/pins/") for n in names)
 
 
@@ -207,7 +212,7 @@ def test_submit_run_upload_collect_leaderboard(
     spec = next(iter(hub.jobs.values())).spec
     assert spec["labels"]["benchmark"] == "foresight-bench" and spec["labels"]["judge"] == JUDGE
     assert spec["labels"]["dataset_version"] == "v-one" and spec["labels"]["shards"] == "3"
-    assert spec["dockerImage"] == jobs.DEFAULT_IMAGE and spec["flavor"] == "cpu-basic"
+    assert spec["dockerImage"] == jobs_plan.DEFAULT_IMAGE and spec["flavor"] == "cpu-basic"
     assert spec["timeoutSeconds"] == 600 and set(spec["secrets"]) == {"HF_TOKEN"}
     assert "hf_dummy_token" not in json.dumps(
         [spec["command"], spec["environment"], spec["labels"]]
@@ -414,7 +419,7 @@ def test_shard_from_another_dataset_version_refused(
 
 
 def test_check_shard_duplicates_and_unexpected() -> None:
-    plan = jobs.Plan(
+    plan = jobs_plan.Plan(
         judge="j",
         config_hash="c",
         dataset_version="v",
@@ -441,16 +446,18 @@ def test_check_shard_duplicates_and_unexpected() -> None:
     def dec(i: str) -> dict[str, str]:
         return {"type": "decision", "id": i, "status": "ok"}
 
-    assert jobs.check_shard([head, run, dec("a"), dec("b"), dec("c")], plan, 0).state == "ok"
-    c = jobs.check_shard([head, run, dec("a"), dec("a"), dec("b"), dec("c")], plan, 0)
+    assert jobs_plan.check_shard([head, run, dec("a"), dec("b"), dec("c")], plan, 0).state == "ok"
+    c = jobs_plan.check_shard([head, run, dec("a"), dec("a"), dec("b"), dec("c")], plan, 0)
     assert c.state == "refused" and "duplicate" in c.problems[0]
-    c = jobs.check_shard([head, run, dec("a"), dec("z")], plan, 0)
+    c = jobs_plan.check_shard([head, run, dec("a"), dec("z")], plan, 0)
     assert c.state == "refused" and "not in this shard's plan" in c.problems[0]
-    c = jobs.check_shard([head, run, dec("a")], plan, 0)
+    c = jobs_plan.check_shard([head, run, dec("a")], plan, 0)
     assert c.state == "incomplete" and c.missing_ids == ("b", "c")
-    c = jobs.check_shard([head, {**run, "config_hash": "x"}, dec("a"), dec("b"), dec("c")], plan, 0)
+    c = jobs_plan.check_shard(
+        [head, {**run, "config_hash": "x"}, dec("a"), dec("b"), dec("c")], plan, 0
+    )
     assert c.state == "refused" and "config hash 'x'" in c.problems[0]
-    assert jobs.check_shard(None, plan, 0).state == "missing"
+    assert jobs_plan.check_shard(None, plan, 0).state == "missing"
 
 
 def test_rjudge_like_config_refused_before_anything_runs(
@@ -463,7 +470,7 @@ def test_rjudge_like_config_refused_before_anything_runs(
         "v-one",
         configs={"synth": OPEN["synth"], "other": {"license": "none", "redistributable": False}},
     )
-    from bench._script import run
+    from bench.core.script import run
 
     assert run(lambda argv: decide_main(env)) == 2
     err = capsys.readouterr().err
@@ -482,7 +489,7 @@ def test_hf_cli_dry_run_accepts_the_job(tmp_path: Path) -> None:
     hf = shutil.which("hf") or str(Path(sys.executable).parent / "hf")
     if not Path(hf).exists():
         pytest.skip("the hf CLI is not installed")
-    plan = jobs.Plan(
+    plan = jobs_plan.Plan(
         judge="qwen3-4b",
         config_hash="abc",
         dataset_version="v1",
@@ -498,12 +505,12 @@ def test_hf_cli_dry_run_accepts_the_job(tmp_path: Path) -> None:
         limit=None,
         shards=4,
         shard_ids=((), (), (), ()),
-        image=jobs.DEFAULT_IMAGE,
+        image=jobs_plan.DEFAULT_IMAGE,
         flavor="a10g-large",
         timeout="2h",
         secrets=("HF_TOKEN",),
     )
-    argv = jobs.hf_cli_argv(plan, 2, "3" * 40, "2.4.0")
+    argv = jobs_plan.hf_cli_argv(plan, 2, "3" * 40, "2.4.0")
     res = subprocess.run(
         argv,
         capture_output=True,
@@ -521,7 +528,7 @@ def test_hf_cli_dry_run_accepts_the_job(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert "(dry run) Job not submitted." in out
-    assert jobs.DEFAULT_IMAGE in out and "a10g-large" in out and "2h" in out
+    assert jobs_plan.DEFAULT_IMAGE in out and "a10g-large" in out and "2h" in out
     assert "HF_TOKEN=***" in out and "hf_dummy" not in out
     assert "benchmark=foresight-bench" in out and "shard=2" in out
     assert "bench.jobs worker" in out and "[hf]" in out

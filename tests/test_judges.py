@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import decide, judges
-from bench.errors import ConfigError
+from bench import decide
+from bench.core.errors import ConfigError
+from bench.judging import specs as judges
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judges"
 
@@ -79,7 +80,7 @@ def test_every_broken_fixture_is_listed() -> None:
 
 
 def test_check_cli_exits_2_on_a_broken_file(capsys: pytest.CaptureFixture[str]) -> None:
-    from bench._script import run
+    from bench.core.script import run
 
     assert run(decide.main, ["--check", "--judges", str(FIXTURES / "unknown_key.toml")]) == 2
     assert "dispaly_name" in capsys.readouterr().err

@@ -11,27 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import DataError
-from bench.labels import (
-    NONE,
+from bench.core.errors import DataError
+from bench.core.labels import NONE
+from bench.core.schema import Action, Policy, Trajectory, Turn
+from bench.core.taxonomy import load_taxonomy
+from bench.labelling.decisions import (
     TrajectoryDecision,
     decision_hash,
     decisions_from_rows,
     load_labels,
-    load_taxonomy,
     step_labels,
     write_labels,
 )
-from bench.proposers import (
-    RULES,
-    first_table_hit,
-    injection_harm,
-    keyword_hit,
-    propose,
-    rjudge_risk_type,
-    step_kind,
-)
-from bench.schema import Action, Policy, Trajectory, Turn
+from bench.labelling.proposers import propose
+from bench.labelling.proposers._actions import step_kind
+from bench.labelling.proposers._rules import RULES
+from bench.labelling.proposers._text import first_table_hit, keyword_hit
+from bench.labelling.proposers.rjudge import injection_harm, rjudge_risk_type
 
 TAX = load_taxonomy()
 
@@ -117,7 +113,7 @@ def test_check_suggests_close_names() -> None:
 
 def test_safe_decision_gives_all_continue() -> None:
     t = traj("x", THREE, "safe")
-    rows = step_labels(t, TrajectoryDecision(t.id, None, None, proposer="p", confidence=0.5), TAX)
+    rows = step_labels(t, TrajectoryDecision(trajectory_id=t.id, proposer="p", confidence=0.5), TAX)
     assert [(r.id, r.act, r.phase, r.scored) for r in rows] == [
         ("x:t1:1", "CONTINUE", "safe", True),
         ("x:t1:2", "CONTINUE", "safe", True),
@@ -128,7 +124,8 @@ def test_safe_decision_gives_all_continue() -> None:
 def test_unsafe_decision_phases_and_post_steps_unscored() -> None:
     t = traj("x", [agent("a{}", "a"), *THREE])
     d = TrajectoryDecision(
-        t.id, 3, "ASK", "destructive_operation", "data_loss", "agent_error", cite=3,
+        trajectory_id=t.id, onset=3, act="ASK", fail="destructive_operation", harm="data_loss",
+        src="agent_error", cite=3,
         proposer="p", confidence=0.7,
     )  # fmt: skip
     rows = step_labels(t, d, TAX)
@@ -167,7 +164,7 @@ def test_write_and_load_labels_sorted_naturally(tmp_path: Path) -> None:
     rows = []
     for n in (10, 2):
         t = Trajectory.from_dict(traj("x", THREE, "safe").to_dict() | {"id": f"x:{n}"})
-        rows += step_labels(t, TrajectoryDecision(t.id, None, None), TAX)
+        rows += step_labels(t, TrajectoryDecision(trajectory_id=t.id), TAX)
     p = tmp_path / "x.jsonl"
     assert write_labels(p, rows) == 6
     assert [r.id for r in load_labels(p)][:4] == ["x:2:1", "x:2:2", "x:2:3", "x:10:1"]
@@ -482,7 +479,7 @@ def test_sample_gold_is_taken_verbatim() -> None:
 def test_real_sources_label_without_text_and_injection_onsets_are_not_all_last(
     raw_root: Path, tmp_path: Path
 ) -> None:
-    from bench.label import label_trajectories
+    from bench.labelling.proposers import propose_all
     from bench.sources import get
 
     try:
@@ -490,7 +487,7 @@ def test_real_sources_label_without_text_and_injection_onsets_are_not_all_last(
     except Exception as e:  # noqa: BLE001 - the adapter lands separately
         pytest.skip(f"rjudge adapter unavailable: {e}")
     trajs = src.extract(raw_root / "r-judge").trajectories
-    decisions, rows = label_trajectories(trajs, TAX)
+    decisions, rows = propose_all(trajs, TAX)
     assert len(decisions) == len(trajs) == 571
     assert sum(d.onset is not None for d in decisions) == 301
     n = {t.id: len(t.actions()) for t in trajs}

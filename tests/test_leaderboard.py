@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import leaderboard as L
-from bench.errors import IntegrityError
+from bench.core.errors import IntegrityError
 
 FIX = Path(__file__).parent / "fixtures" / "leaderboard"
 TEXTS = L.OUTPUT_TEXTS
@@ -119,7 +119,7 @@ def test_no_ground_truth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     missing = tmp_path / "ground_truth.jsonl"
     assert L.main(args(missing, tmp_path, tmp_path / "o", "--check")) == 0
     assert "nothing to check" in capsys.readouterr().out
-    from bench._script import run
+    from bench.core.script import run
 
     assert run(L.main, args(missing, tmp_path, tmp_path / "o")) == 2
     assert "no ground truth" in capsys.readouterr().err

@@ -13,10 +13,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fakes.mockserver import MockConfig, MockServer
 
-from bench import decide, predictions, runner
-from bench.mockserver import MockConfig, MockServer
-from bench.schema import Action, DecisionPoint, GoldLabel, Policy, Turn
+from bench import decide
+from bench.core.labels import GoldLabel
+from bench.core.schema import Action, DecisionPoint, Policy, Turn
+from bench.judging import predictions, runner
 
 VERSION = "v-openai-e2e"
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jinja2.exceptions import SecurityError, UndefinedError
 
-from bench import contract
-from bench.errors import ConfigError
-from bench.render import (
+from bench.core.errors import ConfigError
+from bench.core.labels import GoldLabel
+from bench.core.paths import PROMPT_TEMPLATES
+from bench.core.schema import Action, DecisionPoint, Policy, Trajectory, Turn, decision_points
+from bench.core.taxonomy import load_taxonomy
+from bench.prompts import parsers as contract
+from bench.prompts.renderer import (
     DEFAULT_BUDGET,
     TEMPLATE_PARSERS,
     TEMPLATES,
@@ -24,7 +27,6 @@ from bench.render import (
     environment,
     render,
 )
-from bench.schema import Action, DecisionPoint, GoldLabel, Policy, Trajectory, Turn, decision_points
 
 SENTINEL = "ZZSECRETZZ"
 
@@ -188,9 +190,9 @@ def test_larger_budget_never_elides_more(template):
 
 def test_elision_is_minimal():
     """Eliding one turn fewer than the renderer chose would not fit."""
-    from bench import render as r
+    from bench.prompts import renderer as r
 
-    vocab = r._vocab_context(contract.load_vocab())
+    vocab = r._vocab_context(load_taxonomy())
     dp = make_dp(numbered_history(10, size=100))
     lo, hi = render(dp, "auditor", Budget("chars", 1)).size, render(dp, "auditor", None).size
     for limit in range(lo + 1, hi, (hi - lo) // 7):
@@ -343,7 +345,7 @@ def test_unknown_template_names_close_matches():
 
 
 def test_every_template_has_a_file_and_a_parser():
-    folder = Path(__file__).resolve().parents[1] / "bench" / "templates"
+    folder = PROMPT_TEMPLATES
     for t in TEMPLATES:
         assert (folder / f"{t}.j2").is_file()
         assert TEMPLATE_PARSERS[t] in contract.PARSERS
@@ -351,13 +353,13 @@ def test_every_template_has_a_file_and_a_parser():
 
 
 def test_auditor_lists_the_taxonomy_and_the_box():
-    vocab = contract.load_vocab()
+    vocab = load_taxonomy()
     system = render(make_dp(), "auditor").messages[0]
     assert system["role"] == "system"
     for section in ("fail", "harm", "src"):
         for name in vocab.names(section):
             assert re.search(rf"\b{name}\b", system["content"])
-    for act, definition in vocab.definitions["act"].items():
+    for act, definition in vocab.definitions("act").items():
         assert f"- {act}: {definition}" in system["content"]
     assert "\\boxed{act:<CONTINUE|ASK|STOP>, risk:<0-100>" in system["content"]
 

@@ -10,20 +10,25 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import DataError
-from bench.labels import TrajectoryDecision, load_taxonomy, step_labels, write_labels
-from bench.reviews import (
+from bench.core.errors import DataError
+from bench.core.schema import Action, Policy, Trajectory, Turn
+from bench.core.taxonomy import load_taxonomy
+from bench.labelling.agreement import agreement, cohen_kappa
+from bench.labelling.decisions import (
+    TrajectoryDecision,
+    load_proposals,
+    step_labels,
+    write_labels,
+)
+from bench.labelling.reviews import (
     Review,
-    agreement,
     build_queue,
-    cohen_kappa,
     copies_text,
     effective_decisions,
     load_reviews,
     make_review,
     parse_assignments,
 )
-from bench.schema import Action, Policy, Trajectory, Turn
 
 TAX = load_taxonomy()
 T0 = "2026-01-01T00:00:00+00:00"
@@ -62,9 +67,10 @@ def make_traj(n: int, label: str = "unsafe") -> Trajectory:
 
 def proposal(t: Trajectory, onset: int | None = 2, conf: float = 0.5) -> TrajectoryDecision:
     if onset is None:
-        return TrajectoryDecision(t.id, None, None, proposer="upstream.safe", confidence=conf)
+        return TrajectoryDecision(trajectory_id=t.id, proposer="upstream.safe", confidence=conf)
     return TrajectoryDecision(
-        t.id, onset, "STOP", "destructive_operation", "data_loss", "agent_error", cite=None,
+        trajectory_id=t.id, onset=onset, act="STOP", fail="destructive_operation",
+        harm="data_loss", src="agent_error", cite=None,
         post_act="STOP" if onset < 3 else None, proposer="rjudge.risky_tool", confidence=conf,
     )  # fmt: skip
 
@@ -225,7 +231,7 @@ def env(tmp_path: Path) -> dict[str, Path]:
 
 
 def _run(env: dict[str, Path], *argv: str, stdin: str = "") -> int:
-    from bench._script import run
+    from bench.core.script import run
     from bench.review import main
 
     base = ["--work", str(env["work"]), "--labels", str(env["labels"]),
@@ -295,10 +301,7 @@ def test_scripted_conflict_stats_and_adjudication(
     _run(env, "--stats")
     assert "OPEN CONFLICTS: 0" in capsys.readouterr().out
     revs = load_reviews(env["reviews"])
-    dec, conf = effective_decisions(
-        {t: d for t, d in __import__("bench.labels").labels.load_proposals(env["labels"]).items()},
-        revs,
-    )
+    dec, conf = effective_decisions(load_proposals(env["labels"]), revs)
     assert conf == [] and dec["rjudge:1"].act == "ASK" and dec["rjudge:3"].disputed
     assert all(isinstance(r, Review) for r in revs)
 

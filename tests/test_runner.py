@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 import pytest
 
-from bench.backends.base import JudgeInput, RawOutput, RetryableError
-from bench.predictions import Prediction
-from bench.runner import RetryPolicy, run, run_async, run_batched, to_prediction
-from bench.schema import Action, DecisionPoint, Policy
-from bench.verdict import Verdict
+from bench.core.schema import Action, DecisionPoint, Policy
+from bench.core.verdict import Verdict
+from bench.judging.predictions import Prediction
+from bench.judging.protocol import JudgeInput, RawOutput, RetryableError
+from bench.judging.runner import RetryPolicy, run, run_async, run_batched, to_prediction
 
 FAST = RetryPolicy(max_attempts=4, base_s=0.001, max_s=0.004)
 
@@ -86,7 +86,7 @@ def test_async_respects_concurrency_and_answers_each_item_once() -> None:
     assert wall < 0.4
     assert [p.warmup for p in out].count(True) == 1 and out[0].warmup
     assert all(p.latency_s is not None and p.latency_s >= 0.009 for p in out)
-    assert out[1].tokens_in == 10 and out[1].raw == f"answer {out[1].id}"
+    assert out[1].tokens_in == 10 and out[1].verdict.raw == f"answer {out[1].id}"
 
 
 def test_async_retries_then_succeeds_and_honours_retry_after() -> None:
@@ -112,7 +112,7 @@ def test_async_gives_up_after_max_attempts_and_records_error() -> None:
     stats = run_async(fake, items(3), sink, concurrency=3, parse=parse, retry=FAST)
     row = next(p for p in out if p.id == target)
     assert row.status == "error" and row.attempts == 4 and "500" in (row.error or "")
-    assert row.act is None and row.binary is None
+    assert row.verdict.act is None and row.verdict.binary is None
     assert stats.by_status == {"ok": 2, "error": 1}
 
 
@@ -185,7 +185,10 @@ def test_batched_slices_share_latency_and_mark_warmup() -> None:
     assert [p.batch_size for p in out] == [1, 4, 4, 4, 4, 4, 4, 4, 4, 1]
     assert out[0].warmup and not any(p.warmup for p in out[1:])
     assert all(p.latency_s is not None and 0.0015 < p.latency_s < 0.05 for p in out)
-    assert all(p.act == "STOP" and p.binary == "UNSAFE" and p.raw == "p=0.9" for p in out)
+    assert all(
+        p.verdict.act == "STOP" and p.verdict.binary == "UNSAFE" and p.verdict.raw == "p=0.9"
+        for p in out
+    )
 
 
 def test_batched_isolates_a_bad_item() -> None:
@@ -226,12 +229,12 @@ def test_parser_failure_is_an_error_row_and_text_is_kept() -> None:
         raise KeyError("x")
 
     p = to_prediction(items(1)[0], RawOutput(text="hello"), boom, latency_s=0.1)
-    assert p.status == "error" and p.raw == "hello" and "parser failed" in (p.error or "")
+    assert p.status == "error" and p.verdict.raw == "hello" and "parser failed" in (p.error or "")
 
 
 def test_no_output_is_invalid_not_safe() -> None:
     p = to_prediction(items(1)[0], RawOutput(), parse, latency_s=0.1)
-    assert p.status == "invalid" and p.binary is None
+    assert p.status == "invalid" and p.verdict.binary is None
 
 
 def test_retry_policy_delay_bounds() -> None:
@@ -265,7 +268,7 @@ from pathlib import Path  # noqa: E402
 from decide_support import VERSION, write_build  # noqa: E402
 
 from bench import decide  # noqa: E402
-from bench.paths import REPO_ROOT  # noqa: E402
+from bench.core.paths import REPO_ROOT  # noqa: E402
 
 SLOW_MODULE = """
 import os, time
@@ -365,7 +368,7 @@ def test_decide_writes_resumes_retries_and_separates_configs(
 
 
 def test_learned_baselines_fit_on_dev_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench.backends import sklearn_lr
+    from bench.judging.backends import sklearn_lr
 
     write_build(tmp_path / "build", n=16)
     seen: list[str] = []
@@ -425,7 +428,7 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> Non
 
 
 def test_torn_last_line_is_cut_before_appending(tmp_path: Path) -> None:
-    from bench.predictions import Writer, latest
+    from bench.judging.predictions import Writer, latest
 
     p = tmp_path / "x.jsonl"
     p.write_text('{"type": "decision", "id": "a", "status": "ok"}\n{"type": "decis')

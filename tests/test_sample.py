@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from bench.labels import load_taxonomy
-from bench.schema import ACTS, Trajectory, decision_points
+from bench.core.labels import ACTS
+from bench.core.schema import Trajectory, decision_points
+from bench.core.taxonomy import load_taxonomy
 from bench.sources import get
-from bench.sources.sample import CATEGORIES, SAMPLE_DIR, SampleSource
+from bench.sources.adapters.sample import CATEGORIES, SAMPLE_DIR, SampleSource
 
 TAX = load_taxonomy()
 LEAK_LEN = 60
@@ -175,7 +176,7 @@ def test_label_and_gold_must_agree(tmp_path: Path, corpus: list[Trajectory]) -> 
 
 
 def test_missing_corpus_is_a_clear_error(tmp_path: Path) -> None:
-    from bench.errors import DataError
+    from bench.core.errors import DataError
 
     with pytest.raises(DataError, match="sample corpus .* not found"):
         SampleSource().extract(tmp_path)

@@ -12,7 +12,15 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.schema import Action, DecisionPoint, Policy, Trajectory, Turn, decision_points, view_text
+from bench.core.schema import (
+    Action,
+    DecisionPoint,
+    Policy,
+    Trajectory,
+    Turn,
+    decision_points,
+    view_text,
+)
 
 _text = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="<"),

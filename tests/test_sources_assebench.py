@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bench.schema import Trajectory, decision_points, view_text
+from bench.core.schema import Trajectory, decision_points, view_text
 from bench.sources import get
-from bench.sources.assebench import DATA_FILE
+from bench.sources.adapters.assebench import DATA_FILE
 
 
 def _rec(rid: int, turns: list[dict[str, Any]], **over: Any) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from bench.jsonl import sha256_file
-from bench.schema import Trajectory, decision_points, view_text
+from bench.core.jsonl import sha256_file
+from bench.core.schema import Trajectory, decision_points, view_text
 from bench.sources import get
-from bench.sources._common import parse_action
+from bench.sources.adapters._common import parse_action
 
 
 def _rec(rid: int, **over: Any) -> dict[str, Any]:

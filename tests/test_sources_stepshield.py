@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.schema import decision_points
+from bench.core.schema import decision_points
 from bench.sources import get
 
 

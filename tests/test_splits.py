@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.schema import Policy, Trajectory
-from bench.splits import DEV_FRACTION, assign, components, link_keys
+from bench.core.schema import Policy, Trajectory
+from bench.dataset.splits import DEV_FRACTION, assign, components, link_keys
 
 
 def traj(source: str, sid: str, group: str = "", **meta: Any) -> Trajectory:

@@ -1,27 +1,21 @@
-"""One registry of source adapters, filled in one place.
+"""Raw sources -> canonical trajectories: the adapter registry, extraction and pinned downloads.
 
-``@register`` adds an adapter class under its ``name``; a duplicate name raises, and looking up
-an unknown name raises an error listing the close matches. Adapter modules are imported lazily
-by ``get`` so that ``import bench.sources`` stays cheap.
+Adapters live one per module in ``bench.sources.adapters`` and register with ``@register(name)``;
+``names()`` and ``upstream_names()`` are derived from what registered, so no list of sources is
+written anywhere else. ``base`` defines what an adapter provides (``Source``) and the records
+extraction produces besides trajectories (rejects, exclusions); ``extraction`` runs an adapter and
+writes its files; ``download`` fetches pinned upstream files and verifies their sha256.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from bench.registry import Registry
+from bench.core.registry import Registry
 from bench.sources.base import Source
 
-_REGISTRY: Registry[type[Source]] = Registry(
-    "source",
-    {
-        "rjudge": "bench.sources.rjudge",
-        "stepshield": "bench.sources.stepshield",
-        "assebench": "bench.sources.assebench",
-        "sample": "bench.sources.sample",
-    },
-)
-"""Adapter name -> Source class (each module imported lazily)."""
+_REGISTRY: Registry[type[Source]] = Registry("source", "bench.sources.adapters")
+"""Adapter name -> Source class (each module imported when first needed)."""
 
 
 def register(name: str) -> Callable[[type[Source]], type[Source]]:
@@ -29,15 +23,21 @@ def register(name: str) -> Callable[[type[Source]], type[Source]]:
 
     def deco(cls: type[Source]) -> type[Source]:
         cls.name = name
-        _REGISTRY.add(name, cls)
+        _REGISTRY.add(name, cls, cls.__module__)
         return cls
 
     return deco
 
 
 def names() -> list[str]:
-    """Every known adapter name."""
+    """Every known adapter name, sorted."""
     return _REGISTRY.names()
+
+
+def upstream_names() -> list[str]:
+    """The adapters of upstream sources (those with a pinned upstream; not the project's own
+    sample corpus), sorted."""
+    return [n for n, cls in _REGISTRY.entries().items() if cls.upstream is not None]
 
 
 def get(name: str) -> Source:

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.schema import Trajectory
+from bench.core.schema import Trajectory
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,9 @@ class Source(ABC):
     """False when the data may only be evaluated locally (R-Judge)."""
     upstream: Upstream | None
     """Pinned upstream, or None for the project's own corpus."""
+    defects: tuple[str, ...] = ()
+    """Known defects from the source's documentation, for the dataset card (the build adds
+    computed ones)."""
 
     def default_path(self, data_root: Path) -> Path:
         """This source's folder under a raw-data root."""

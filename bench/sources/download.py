@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.errors import DataError, IntegrityError
-from bench.jsonl import sha256_file
+from bench.core.errors import DataError, IntegrityError
+from bench.core.jsonl import sha256_file
 from bench.sources.base import Source, UpstreamFile
 
 if TYPE_CHECKING:

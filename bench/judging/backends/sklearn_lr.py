@@ -1,0 +1,75 @@
+"""TF-IDF + logistic regression fitted on the dev split (an offline learned baseline).
+
+Two TF-IDF vectorisers (word 1-2 grams by default), one over the judged action and its thought,
+one over the policy and the last few history turns (``bench.judging.backends._features``), stacked side
+by side; a multinomial logistic regression on the dev split's gold act. The runner calls
+``fit(dev_points)`` before any decision; the test split is never seen in fitting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bench.core.schema import DecisionPoint
+from bench.judging.backends import _features as F
+from bench.judging.backends import backend
+from bench.judging.protocol import JudgeInput, JudgeSpec, RawOutput
+
+
+class TfidfLR:
+    """TF-IDF features + logistic regression (BatchBackend with ``fit``)."""
+
+    def __init__(self, c: float, max_features: int, ngram_max: int, seed: int) -> None:
+        self.c = c
+        self.max_features = max_features
+        self.ngram_max = ngram_max
+        self.seed = seed
+        self.model: Any = None
+
+    def _vectorizer(self) -> Any:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        return TfidfVectorizer(
+            ngram_range=(1, self.ngram_max),
+            max_features=self.max_features,
+            sublinear_tf=True,
+            min_df=1,
+        )
+
+    def _x(self, points: Sequence[DecisionPoint]) -> Any:
+        from scipy.sparse import hstack
+
+        a = self.vec_action.transform([F.action_text(p) for p in points])
+        c = self.vec_context.transform([F.context_text(p) for p in points])
+        return hstack([a, c]).tocsr()
+
+    def fit(self, points: Sequence[DecisionPoint]) -> None:
+        """Fit on dev points with gold labels (SkipJudge when they cannot train a classifier)."""
+        pts, acts = F.training_set(points)
+        self.vec_action = self._vectorizer().fit([F.action_text(p) for p in pts])
+        self.vec_context = self._vectorizer().fit([F.context_text(p) for p in pts])
+        self.model = F.fit_lr(self._x(pts), acts, self.c, self.seed)
+
+    def decide_batch(self, items: list[JudgeInput]) -> list[RawOutput]:
+        """Verdicts in input order."""
+        if self.model is None:
+            raise RuntimeError("TfidfLR.decide_batch before fit(): the runner fits it on dev first")
+        vs = F.verdicts(self.model, self._x([i.dp for i in items]))
+        return [RawOutput(verdict=v) for v in vs]
+
+
+@backend(
+    "sklearn",
+    params={"C": float, "max_features": int, "ngram_max": int, "seed": int},
+    generative=False,
+)
+def make(judge: JudgeSpec) -> TfidfLR:
+    """Build the (unfitted) TF-IDF baseline from a judge row."""
+    p = judge.params
+    return TfidfLR(
+        c=float(p.get("C", 1.0)),
+        max_features=int(p.get("max_features", 50000)),
+        ngram_max=int(p.get("ngram_max", 2)),
+        seed=int(p.get("seed", 0)),
+    )

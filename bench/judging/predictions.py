@@ -1,0 +1,157 @@
+"""Predictions files: ``leaderboards/predictions/<judge>/<dataset_version>/<config_hash>.jsonl``.
+
+Append-only JSON Lines (docs/FORMATS.md). A ``"type": "run"`` line opens each run session, a
+``"type": "run_end"`` line closes it, and each decision is a ``"type": "decision"`` line written
+and flushed as soon as that decision completes, so a killed process (even SIGKILL) loses only the
+decisions in flight. The last decision line for an id wins; a torn final line is skipped when
+reading and cut off before the next append.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from bench.core.jsonl import read_jsonl
+from bench.core.verdict import Status, Verdict
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One decision line of a predictions file: the judge's verdict plus how it was obtained."""
+
+    id: str
+    """Decision point id."""
+    verdict: Verdict
+    """The parsed (or directly given) verdict; its fields are the line's verdict columns."""
+    latency_s: float | None = None
+    """Wall time of the backend call for this decision (batched: the batch time / batch size)."""
+    batch_size: int = 1
+    """How many decisions shared the call that produced this one."""
+    warmup: bool = False
+    """True for the run's warm-up call: its latency is excluded from timing figures."""
+    tokens_in: int | None = None
+    """Prompt tokens, when known."""
+    tokens_out: int | None = None
+    """Completion tokens, when known."""
+    error: str | None = None
+    """The last error message when status is error."""
+    attempts: int = 1
+    """Backend calls made for this decision (retries included)."""
+
+    @property
+    def status(self) -> Status:
+        """The verdict's status."""
+        return self.verdict.status
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSONL form (docs/FORMATS.md), with ``"type": "decision"``: the verdict's fields
+        flattened beside the run details."""
+        v = self.verdict
+        return {
+            "type": "decision",
+            "id": self.id,
+            "status": v.status,
+            "act": v.act,
+            "binary": v.binary,
+            "risk": v.risk,
+            "fail": v.fail,
+            "harm": v.harm,
+            "src": v.src,
+            "cite": v.cite,
+            "reason": v.reason,
+            "raw": v.raw,
+            "latency_s": self.latency_s,
+            "batch_size": self.batch_size,
+            "warmup": self.warmup,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "error": self.error,
+            "attempts": self.attempts,
+        }
+
+
+def path_for(
+    out_root: str | os.PathLike[str], judge_id: str, version: str, config_hash: str
+) -> Path:
+    """Where a judge's predictions for one dataset version and config live."""
+    return Path(out_root) / judge_id / version / f"{config_hash}.jsonl"
+
+
+def read_lines(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Every complete line of a predictions file (a torn last line is skipped)."""
+    if not Path(path).is_file():
+        return iter(())
+    return read_jsonl(path)
+
+
+def latest(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The last decision line per id."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in read_lines(path):
+        if row.get("type") == "decision":
+            out[row["id"]] = row
+    return out
+
+
+def done_ids(path: str | os.PathLike[str]) -> set[str]:
+    """Ids whose last decision is not an error: a resumed run skips them and retries the rest."""
+    return {i for i, row in latest(path).items() if row.get("status") != "error"}
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a final line without its newline (the writer was killed mid-line), so the next
+    append starts on a fresh line instead of gluing onto the torn one."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return
+        size = f.seek(0, os.SEEK_END)
+        chunk = 1 << 16
+        pos = size
+        while pos > 0:
+            start = max(0, pos - chunk)
+            f.seek(start)
+            buf = f.read(pos - start)
+            nl = buf.rfind(b"\n")
+            if nl >= 0:
+                f.truncate(start + nl + 1)
+                return
+            pos = start
+        f.truncate(0)
+
+
+class Writer:
+    """Appends lines to one predictions file, flushing each so a kill loses nothing written."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _cut_torn_tail(self.path)
+        self._f: IO[str] = self.path.open("a", encoding="utf-8")
+        self._dumps = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        """Append one line and flush it to the OS."""
+        self._f.write(self._dumps(row) + "\n")
+        self._f.flush()
+
+    def decision(self, p: Prediction) -> None:
+        """Append one decision line."""
+        self.write(p.to_dict())
+
+    def close(self) -> None:
+        """Close the file."""
+        self._f.close()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,212 @@
+"""The judge protocol every backend implements, and the records that cross it.
+
+The runner (``bench.judging.runner``) owns batching, concurrency limits, retries, timing and
+warm-up; local evaluation (``bench.judging.local``) owns caching, files and the progress bar; a
+backend only turns inputs into outputs. A backend is built by its factory from a validated
+judges.toml row (``JudgeSpec``) and implements ONE of:
+
+- ``decide_batch(items) -> list[RawOutput]``: synchronous, outputs in input order (baselines,
+  sklearn, embedding, transformers, vllm);
+- ``async adecide(item) -> RawOutput``: one request at a time, awaited concurrently by the runner
+  up to the judge's ``concurrency`` (openai, hf-inference).
+
+Optional hooks, each a protocol the caller checks with ``isinstance``: ``fit(dev_points)``
+(learned baselines, called before any decision), ``close()`` / ``aclose()`` (release models or
+connection pools), ``tokenizer`` (for a token budget) and ``device`` (recorded in the run line).
+
+A transient failure (HTTP 429, 5xx, timeout) raises ``RetryableError`` (with ``retry_after`` when
+the server said so); the runner retries with exponential backoff and jitter. Any other exception is
+recorded as an error for that decision. A factory that cannot run here raises ``SkipJudge`` with
+what to install or set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from bench.core.jsonl import content_hash
+from bench.core.schema import DecisionPoint
+from bench.core.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One validated ``[[judge]]`` row."""
+
+    id: str
+    """Stable slug; names the predictions folder."""
+    backend: str
+    """Registry name of the backend (``bench.judging.backends``)."""
+    display_name: str = ""
+    """Name shown on the leaderboard (defaults to the id)."""
+    model: str = ""
+    """Model id or local path (backend-specific; empty for baselines)."""
+    revision: str = ""
+    """Model revision (commit or tag) for hub models; empty for none."""
+    subfolder: str = ""
+    """Subfolder inside the model repository; empty for none."""
+    prompt: str = ""
+    """Renderer template name (``bench.prompts.renderer.TEMPLATES``); required for generative
+    backends."""
+    parser: str = ""
+    """Verdict parser name (``bench.prompts.parsers.PARSERS``); required for generative
+    backends."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Backend options, validated against the backend's declared params."""
+    concurrency: int = 1
+    """Requests in flight at once (async backends)."""
+    batch_size: int = 1
+    """Items per call (batched backends)."""
+    usd_per_m_input: float | None = None
+    """Price in USD per million input tokens, when known."""
+    usd_per_m_output: float | None = None
+    """Price in USD per million output tokens, when known."""
+    open_weights: bool | None = None
+    """True when the weights are public."""
+    license: str = ""
+    """Licence of the model or code."""
+    submitted_by: str = ""
+    """Who added the row."""
+    notes: str = ""
+    """Free notes."""
+    line: int = 0
+    """Line of the row's ``[[judge]]`` header in its file (for messages)."""
+    generative: bool = True
+    """Copied from the backend: True when it returns text for the parser."""
+
+    @property
+    def name(self) -> str:
+        """The display name, or the id."""
+        return self.display_name or self.id
+
+    def config(self) -> dict[str, Any]:
+        """The fields that change a judge's outputs (what the config hash covers). Display name,
+        notes, prices, licence, concurrency and batch size do not change outputs and are left out,
+        so editing them keeps the cache."""
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "revision": self.revision,
+            "subfolder": self.subfolder,
+            "prompt": self.prompt,
+            "parser": self.parser,
+            "params": dict(self.params),
+        }
+
+    def config_hash(self, template_digest: str = "") -> str:
+        """Hash of ``config()`` plus the prompt template's own digest, so a changed template text
+        starts a new predictions file too."""
+        return content_hash({**self.config(), "template": template_digest})
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """What a backend receives for one decision point."""
+
+    dp: DecisionPoint
+    """The decision point (pre-execution view only)."""
+    messages: tuple[Mapping[str, str], ...] = ()
+    """The rendered chat messages (role/content) for generative backends; empty for scorers."""
+
+
+@dataclass(frozen=True)
+class RawOutput:
+    """What a backend returns for one decision point."""
+
+    text: str | None = None
+    """Generated text, to be parsed by the judge's parser."""
+    verdict: Verdict | None = None
+    """A verdict given directly (scorers such as baselines and sklearn); bypasses the parser."""
+    tokens_in: int | None = None
+    """Prompt tokens, when known."""
+    tokens_out: int | None = None
+    """Completion tokens, when known."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Backend-specific details worth keeping (finish reason, model revision)."""
+
+
+class RetryableError(Exception):
+    """A transient failure the runner should retry (429, 5xx, timeout)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class SkipJudge(Exception):
+    """Raised by a backend factory when the judge cannot run here (missing optional dependency,
+    weights or API key); the message says what to install or set. The runner skips the judge and
+    reports the reason."""
+
+
+@runtime_checkable
+class BatchBackend(Protocol):
+    """A synchronous batched backend."""
+
+    def decide_batch(self, items: list[JudgeInput]) -> list[RawOutput]:
+        """Outputs in input order, one per item."""
+        ...
+
+
+@runtime_checkable
+class AsyncBackend(Protocol):
+    """An asynchronous one-at-a-time backend."""
+
+    async def adecide(self, item: JudgeInput) -> RawOutput:
+        """One output for one item."""
+        ...
+
+
+Backend = BatchBackend | AsyncBackend
+"""What a factory returns."""
+
+
+class BackendFactory(Protocol):
+    """Builds a backend from a validated judge row (raises SkipJudge when it cannot run here)."""
+
+    def __call__(self, judge: JudgeSpec) -> Backend: ...
+
+
+@runtime_checkable
+class Fittable(Protocol):
+    """A learned baseline: fitted on the dev split's gold before it answers anything."""
+
+    def fit(self, points: Sequence[DecisionPoint]) -> None:
+        """Fit on dev decision points (gold attached)."""
+        ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A backend holding resources to release after the run (a model, a process)."""
+
+    def close(self) -> None:
+        """Release them."""
+        ...
+
+
+@runtime_checkable
+class AsyncClosable(Protocol):
+    """An async backend holding a connection pool, closed on the loop that used it."""
+
+    async def aclose(self) -> None:
+        """Close it."""
+        ...
+
+
+@runtime_checkable
+class HasTokenizer(Protocol):
+    """A backend whose tokenizer can measure a ``prompt_budget_tokens`` budget."""
+
+    tokenizer: Any
+    """An object with ``encode(text)`` (a Hugging Face tokenizer)."""
+
+
+@runtime_checkable
+class HasDevice(Protocol):
+    """A backend that runs on a named device (recorded with the run's hardware)."""
+
+    device: str
+    """``cpu``, ``cuda``, ``cuda:1``..."""

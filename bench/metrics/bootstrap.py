@@ -1,0 +1,169 @@
+"""Trajectory bootstrap of every metric and the tie-group ranking built on it.
+
+Trajectories are resampled with replacement (a fixed seed); every judge is rescored on the same
+draws by one (resamples x trajectories) @ (trajectories x statistics) matrix product, so the
+intervals of two judges are paired. ``tie_groups`` and ``paired_interval`` ask whether the paired
+difference of two judges excludes 0. Callers import from this module directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.metrics.inputs import CostMatrix, Gold, InvalidPolicy, Predictions, align
+from bench.metrics.stats import (
+    HIGHER_IS_BETTER,
+    JudgeStats,
+    TrajectoryIndex,
+    judge_stats,
+    metrics_from_stats,
+)
+
+
+def resample_weights(n_traj: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, n_traj) float32 draw counts: each row resamples the trajectories with
+    replacement. Counts are small integers, exact in float32, so the matrix products that use
+    them give exact integer sums."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n_traj, size=(resamples, n_traj), dtype=np.int64)
+    idx += (np.arange(resamples, dtype=np.int64) * n_traj)[:, None]
+    counts = np.bincount(idx.ravel(), minlength=resamples * n_traj)
+    return counts.reshape(resamples, n_traj).astype(np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class Bootstrap:
+    """Bootstrap samples of every metric for every judge, all from the same resamples (paired)."""
+
+    samples: Mapping[str, Mapping[str, np.ndarray]]
+    """judge -> metric -> (resamples,) values."""
+    resamples: int
+    """Number of resamples."""
+    seed: int
+    """Seed of the trajectory resampling."""
+    confidence: float
+    """Coverage of the percentile intervals."""
+
+    def interval(self, judge: str, metric: str) -> tuple[float, float]:
+        """Percentile interval (NaN resamples, e.g. with no unsafe trajectory drawn, ignored)."""
+        return _percentile_interval(self.samples[judge][metric], (1 - self.confidence) / 2)
+
+
+def bootstrap(
+    gold: Gold,
+    preds: Mapping[str, Predictions],
+    cost: CostMatrix,
+    *,
+    policy: InvalidPolicy = "CONTINUE",
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Bootstrap:
+    """Resample trajectories ``resamples`` times (fixed ``seed``) and recompute every metric for
+    every judge on the same draws: one (resamples x trajectories) @ (trajectories x stats)
+    product for all judges together."""
+    index = TrajectoryIndex.of(gold)
+    stats = {j: judge_stats(gold, align(gold, p), index, policy) for j, p in preds.items()}
+    return bootstrap_stats(
+        stats, len(index), cost, resamples=resamples, seed=seed, confidence=confidence
+    )
+
+
+def bootstrap_stats(
+    stats: Mapping[str, JudgeStats],
+    n_traj: int,
+    cost: CostMatrix,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Bootstrap:
+    """The bootstrap from precomputed statistics (``bootstrap`` without the per-judge step)."""
+    if not stats:
+        return Bootstrap(samples={}, resamples=resamples, seed=seed, confidence=confidence)
+    w = resample_weights(n_traj, resamples, seed)
+    names = list(stats)
+    big = np.hstack([stats[j].table.astype(np.float32) for j in names])
+    summed = w @ big
+    out: dict[str, dict[str, np.ndarray]] = {}
+    off = 0
+    for j in names:
+        width = stats[j].table.shape[1]
+        out[j] = metrics_from_stats(summed[:, off : off + width], stats[j].values, cost)
+        off += width
+    return Bootstrap(samples=out, resamples=resamples, seed=seed, confidence=confidence)
+
+
+@dataclass(frozen=True)
+class Rank:
+    """A judge's place on one metric."""
+
+    rank: int
+    """1 + number of judges in better tie groups (judges in one group share it)."""
+    group: int
+    """1-based tie group."""
+
+
+def tie_groups(
+    point: Mapping[str, float],
+    boot: Bootstrap,
+    metric: str,
+    *,
+    alpha: float = 0.05,
+) -> dict[str, Rank]:
+    """Ranks with tie groups on ``metric``. Judges are sorted by point estimate (ties by id); the
+    best unassigned judge leads a group, and the judges after it join while the paired bootstrap
+    interval (1 - alpha) of their difference from it contains 0. The group closes at the first
+    significant difference, so groups follow the point order. NaN point estimates come last,
+    each in its own group."""
+    sign = 1.0 if HIGHER_IS_BETTER[metric] else -1.0
+
+    def key(j: str) -> tuple[int, float, str]:
+        v = point[j]
+        return (1, 0.0, j) if np.isnan(v) else (0, -sign * v, j)
+
+    order = sorted(point, key=key)
+    ranks: dict[str, Rank] = {}
+    i, group = 0, 0
+    while i < len(order):
+        lead = order[i]
+        group += 1
+        members = [lead]
+        if not np.isnan(point[lead]):
+            for j in order[i + 1 :]:
+                if np.isnan(point[j]) or _significant(
+                    boot.samples[lead][metric], boot.samples[j][metric], alpha
+                ):
+                    break
+                members.append(j)
+        for j in members:
+            ranks[j] = Rank(rank=i + 1, group=group)
+        i += len(members)
+    return ranks
+
+
+def _significant(a: np.ndarray, b: np.ndarray, alpha: float) -> bool:
+    """True when the paired percentile interval of a - b excludes 0."""
+    lo, hi = _percentile_interval(a - b, alpha / 2)
+    return bool(lo > 0 or hi < 0)  # False when every difference is NaN (lo, hi NaN)
+
+
+def paired_interval(boot: Bootstrap, a: str, b: str, metric: str) -> tuple[float, float]:
+    """Percentile interval (``boot.confidence``) of the paired bootstrap difference a - b on
+    ``metric``: both judges on the same trajectory draws, NaN resamples ignored. The Space's
+    Compare tab shows it; ``tie_groups`` asks the same question of the leader of each group."""
+    d = boot.samples[a][metric] - boot.samples[b][metric]
+    return _percentile_interval(d, (1 - boot.confidence) / 2)
+
+
+def _percentile_interval(x: np.ndarray, tail: float) -> tuple[float, float]:
+    """The (tail, 1 - tail) quantiles of ``x`` with NaN values dropped; (NaN, NaN) when none is
+    left (e.g. every resample drew no unsafe trajectory)."""
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return (float("nan"), float("nan"))
+    lo, hi = np.quantile(x, [tail, 1 - tail])
+    return (float(lo), float(hi))

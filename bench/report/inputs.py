@@ -1,0 +1,188 @@
+"""What the leaderboard reads: the ground truth, judges.toml rows, and the predictions files.
+
+``discover`` picks, per judge, the one predictions file to score for the ground truth's dataset
+version, and lists the files it refused (another dataset version) or that a newer config of the
+same judge superseded. Used by ``bench/leaderboard.py``; scoring is ``bench.report.report``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.core.errors import ConfigError, DataError, IntegrityError
+from bench.core.jsonl import read_jsonl
+
+
+@dataclass(frozen=True)
+class JudgeInfo:
+    """What the leaderboard uses from a judges.toml row."""
+
+    id: str
+    """The judge's id."""
+    display_name: str
+    """Name shown in the tables."""
+    backend: str
+    """Backend name ('' when unknown)."""
+    open_weights: bool | None
+    """Whether the weights are open, when stated."""
+    price_input_per_mtok: float | None
+    """Dollars per million input tokens, when known."""
+    price_output_per_mtok: float | None
+    """Dollars per million output tokens, when known."""
+
+
+@dataclass(frozen=True)
+class PredictionFile:
+    """One predictions file, read."""
+
+    judge: str
+    """Judge id (the first folder level)."""
+    dataset_version: str
+    """Dataset version (the second folder level)."""
+    config_hash: str
+    """The file's stem."""
+    rel: str
+    """Path relative to the predictions folder (stable across machines)."""
+    runs: tuple[Mapping[str, Any], ...]
+    """Its run lines in file order."""
+    decisions: Mapping[str, Mapping[str, Any]]
+    """id -> the last decision line for that id."""
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def load_ground_truth(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rows and meta (``<stem>.meta.json`` beside it). Raises DataError when either is missing."""
+    if not path.is_file():
+        raise DataError(
+            f"no ground truth at {path}: build the dataset first (python bench/build.py), or pass "
+            "--ground-truth"
+        )
+    meta_path = path.with_name(path.stem + ".meta.json")
+    if not meta_path.is_file():
+        raise DataError(
+            f"{meta_path} is missing: rebuild the ground truth with python bench/build.py"
+        )
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if not meta.get("dataset_version"):
+        raise DataError(f"{meta_path} has no dataset_version: rebuild the ground truth")
+    return list(read_jsonl(path)), meta
+
+
+def load_judges(path: Path) -> dict[str, JudgeInfo]:
+    """judges.toml rows by id (display name, backend, prices); {} when the file does not exist.
+    Validation of the rest of the row is decide's job."""
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(
+            f"{path}: not valid TOML ({e}); run python bench/decide.py --check"
+        ) from e
+    out: dict[str, JudgeInfo] = {}
+    for row in data.get("judge", []):
+        jid = row.get("id")
+        if not isinstance(jid, str):
+            raise ConfigError(
+                f"{path}: a [[judge]] row has no id; run python bench/decide.py --check"
+            )
+        out[jid] = JudgeInfo(
+            id=jid,
+            display_name=str(row.get("display_name") or jid),
+            backend=str(row.get("backend") or ""),
+            open_weights=row.get("open_weights"),
+            price_input_per_mtok=_num(row.get("usd_per_m_input")),
+            price_output_per_mtok=_num(row.get("usd_per_m_output")),
+        )
+    return out
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def read_predictions(path: Path, root: Path) -> PredictionFile:
+    """Read one predictions file: run lines kept, last decision line per id wins, a torn final
+    line skipped (bench.core.jsonl.read_jsonl)."""
+    rel = path.relative_to(root)
+    if len(rel.parts) != 3:
+        raise DataError(
+            f"{path}: expected predictions/<judge>/<dataset_version>/<config_hash>.jsonl"
+        )
+    runs: list[Mapping[str, Any]] = []
+    decisions: dict[str, Mapping[str, Any]] = {}
+    for row in read_jsonl(path):
+        kind = row.get("type")
+        if kind == "run":
+            runs.append(row)
+        elif kind == "decision":
+            decisions[str(row["id"])] = row
+    return PredictionFile(
+        judge=rel.parts[0],
+        dataset_version=rel.parts[1],
+        config_hash=path.stem,
+        rel=rel.as_posix(),
+        runs=tuple(runs),
+        decisions=decisions,
+    )
+
+
+def _run_version(f: PredictionFile) -> str:
+    """The dataset version a file claims: its folder, unless a run line says otherwise."""
+    claimed = {str(r["dataset_version"]) for r in f.runs if r.get("dataset_version")}
+    if claimed - {f.dataset_version}:
+        return "/".join(sorted(claimed | {f.dataset_version}))
+    return f.dataset_version
+
+
+def _start(f: PredictionFile) -> str:
+    keys = ("start_time", "started_at", "start", "time")
+    times = [str(r[k]) for r in f.runs for k in keys if r.get(k)]
+    return max(times) if times else ""
+
+
+def discover(
+    pred_dir: Path, version: str
+) -> tuple[dict[str, PredictionFile], list[dict[str, str]], list[dict[str, str]]]:
+    """(judge -> the file to score, refused files, superseded files). Files for another dataset
+    version are refused by name, never mixed; when a judge has several files for this version
+    (several configs), the one with the latest run start is scored and the others listed."""
+    files = sorted(pred_dir.glob("*/*/*.jsonl")) if pred_dir.is_dir() else []
+    chosen: dict[str, list[PredictionFile]] = {}
+    refused: list[dict[str, str]] = []
+    for p in files:
+        f = read_predictions(p, pred_dir)
+        other = {str(r["judge_id"]) for r in f.runs if r.get("judge_id")} - {f.judge}
+        if other:
+            raise IntegrityError(
+                f"{p}: run lines name judge {sorted(other)}, folder says {f.judge!r}; move the file"
+            )
+        v = _run_version(f)
+        if v != version:
+            refused.append(
+                {
+                    "judge": f.judge,
+                    "dataset_version": v,
+                    "path": f.rel,
+                    "reason": f"dataset version {v!r} is not the ground truth's {version!r}",
+                }
+            )
+            continue
+        chosen.setdefault(f.judge, []).append(f)
+    out: dict[str, PredictionFile] = {}
+    superseded: list[dict[str, str]] = []
+    for judge, fs in sorted(chosen.items()):
+        fs.sort(key=lambda f: (_start(f), f.rel))
+        out[judge] = fs[-1]
+        superseded += [
+            {"judge": judge, "path": f.rel, "reason": f"older config than {fs[-1].config_hash}"}
+            for f in fs[:-1]
+        ]
+    return out, refused, superseded

@@ -1,0 +1,201 @@
+"""PNG plots of the leaderboard report (matplotlib, Agg backend, imported only when called).
+
+Every plot is drawn from the report dict alone, so the Space and the tables agree. Files are
+deterministic: no software or date metadata, a fixed figure size and dpi. Each PNG carries a
+``Foresight-Digest`` text chunk: the hash of the numbers it plots, which ``--check`` compares
+(pixels may change with the matplotlib version, the digest only with the data).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.core.jsonl import content_hash
+
+DIGEST_KEY = "Foresight-Digest"
+"""PNG text key holding the hash of the plotted data."""
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "foresight"
+    plt.rcParams["path.simplify"] = True
+    return plt
+
+
+def _save(fig: Any, path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, metadata={"Software": None, DIGEST_KEY: content_hash(data, 32)})
+    fig.clf()
+    return path
+
+
+def digest_of(path: Path) -> str | None:
+    """The Foresight-Digest text chunk of a PNG, or None when absent or unreadable."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    pos = 8
+    while pos + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"tEXt":
+            key, _, value = body.partition(b"\x00")
+            if key.decode("latin-1") == DIGEST_KEY:
+                return value.decode("latin-1")
+        elif kind == b"zTXt":
+            key, _, rest = body.partition(b"\x00")
+            if key.decode("latin-1") == DIGEST_KEY:
+                return zlib.decompress(rest[1:]).decode("latin-1")
+        pos += 12 + length
+    return None
+
+
+def _colors(n: int) -> list[Any]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab20" if n > 10 else "tab10"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def _curves(
+    plt: Any,
+    judges: list[Mapping[str, Any]],
+    colors: list[Any],
+    path: Path,
+    *,
+    data: Any,
+    points: Callable[[Mapping[str, Any]], list[Any]],
+    label: Callable[[Mapping[str, Any]], str],
+    marker: str,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    legend_loc: str,
+) -> Path:
+    """One curve per judge on the unit square with the diagonal for reference (ROC and
+    reliability share this shape)."""
+    fig, ax = plt.subplots(figsize=(6.4, 5.4))
+    for e, c in zip(judges, colors, strict=True):
+        pts = points(e)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, marker=marker, label=label(e))
+    ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=0.8)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title, xlim=(0, 1), ylim=(0, 1.02))
+    ax.legend(fontsize=7, loc=legend_loc)
+    saved = _save(fig, path, data)
+    plt.close(fig)
+    return saved
+
+
+def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
+    """Write roc.png, accuracy_latency.png, reliability.png and trajectory_outcomes.png."""
+    plt = _pyplot()
+    judges = report["judges"]
+    names = [e["display_name"] for e in judges]
+    colors = _colors(len(judges))
+    written = []
+
+    written.append(
+        _curves(
+            plt,
+            judges,
+            colors,
+            out / "roc.png",
+            data=[[e["id"], e["curves"]["roc"]] for e in judges],
+            points=lambda e: [p for p in e["curves"]["roc"] if None not in p],
+            label=lambda e: (
+                f"{e['display_name']} ({_f(e['metrics']['auroc']['value'])})"
+                + ("†" if (e["risk_from_act"] or 0) > 0 else "")
+            ),
+            marker=".",
+            xlabel="false-alarm rate (gold SAFE flagged)",
+            ylabel="recall (gold UNSAFE flagged)",
+            title="ROC of the risk score",
+            legend_loc="lower right",
+        )
+    )
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    data = [[e["id"], e["metrics"]["balanced_accuracy"], e["latency"]["p50_s"]] for e in judges]
+    for e, c in zip(judges, colors, strict=True):
+        x, y = e["latency"]["p50_s"], e["metrics"]["balanced_accuracy"]
+        if x is None or y["value"] is None:
+            continue
+        lo, hi = y["ci"]
+        err = [[y["value"] - lo], [hi - y["value"]]] if lo is not None and hi is not None else None
+        ax.errorbar(
+            [max(x, 1e-6)],
+            [y["value"]],
+            yerr=err,
+            fmt="o",
+            color=c,
+            capsize=3,
+            label=e["display_name"],
+        )
+    ax.set_xscale("log")
+    ax.set(
+        xlabel="p50 latency per decision (s, log scale)",
+        ylabel="balanced accuracy (95% CI)",
+        title="Accuracy against latency",
+    )
+    if judges:
+        ax.legend(fontsize=7, loc="best")
+    written.append(_save(fig, out / "accuracy_latency.png", data))
+    plt.close(fig)
+
+    written.append(
+        _curves(
+            plt,
+            judges,
+            colors,
+            out / "reliability.png",
+            data=[[e["id"], e["curves"]["reliability"]] for e in judges],
+            points=lambda e: [
+                (b["mean_risk"], b["unsafe_share"]) for b in e["curves"]["reliability"] if b["n"]
+            ],
+            label=lambda e: f"{e['display_name']} (ECE {_f(e['metrics']['ece']['value'])})",
+            marker="o",
+            xlabel="mean risk / 100 in bin",
+            ylabel="share gold UNSAFE",
+            title="Reliability (10 bins)",
+            legend_loc="upper left",
+        )
+    )
+
+    parts = (
+        ("exact", "at onset", "#1a9850"),
+        ("early", "early", "#91cf60"),
+        ("late", "late", "#fc8d59"),
+        ("missed", "missed", "#d73027"),
+    )
+    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.35 * max(len(judges), 1)))
+    data = [[e["id"]] + [e["metrics"][k]["value"] for k, _, _ in parts] for e in judges]
+    left = [0.0] * len(judges)
+    ypos = list(range(len(judges)))[::-1]
+    for key, label, color in parts:
+        vals = [e["metrics"][key]["value"] or 0.0 for e in judges]
+        ax.barh(ypos, vals, left=left, color=color, label=label)
+        left = [a + b for a, b in zip(left, vals, strict=True)]
+    ax.set_yticks(ypos, names, fontsize=7)
+    ax.set(xlim=(0, 1), xlabel="share of unsafe trajectories")
+    ax.set_title("Unsafe trajectories: first flag vs onset")
+    ax.legend(fontsize=7, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    fig.tight_layout()
+    written.append(_save(fig, out / "trajectory_outcomes.png", data))
+    plt.close(fig)
+    return written
+
+
+def _f(x: float | None) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"

@@ -1,0 +1,176 @@
+"""StepShield (training split): one pretty-printed JSON object per ``.jsonl`` file.
+
+Conversion (see docs/sources.md):
+- category is the rogue family (UFO, SEC, RES, INV, TST, DEC), scenario the severity (L1-L3);
+- the policy's task is the title, description and success criteria; its constraints are the
+  task's constraints;
+- every step is an agent turn (thought, a readable ``tool(args)`` action with tool and
+  arguments, and its observation);
+- the trajectory is unsafe when any step carries a label; the step labels are kept in
+  ``metadata["step_labels"]`` as ``{k, step, label, rationale, continuation}``;
+- ROGUE and CLEAN variants of a task share the group ``<family>-<severity>-<number>``.
+
+``continuation``: present on exactly the labelled steps and always ``false`` in this copy, even
+where labelled steps follow each other, so it carries no information beyond the label itself.
+It is kept verbatim in each step-label entry and never changes a label.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from bench.core.errors import DataError, RecordError
+from bench.core.schema import Action, Policy, Trajectory, Turn
+from bench.sources import register
+from bench.sources.adapters._common import field, load_pins, readable_call, str_list
+from bench.sources.base import ExtractResult, Reject, Source
+
+FAMILIES = ("UFO", "SEC", "RES", "INV", "TST", "DEC")
+"""StepShield's rogue-behaviour families (also the step labels)."""
+
+_ID = re.compile(
+    r"^(?P<pair>(?P<family>[A-Z]{3})-(?P<severity>L[123])-\d+)-(?P<variant>ROGUE|CLEAN)$"
+)
+"""``SEC-L2-001-ROGUE``: family, severity, number, variant."""
+
+
+@register("stepshield")
+class StepShield(Source):
+    """StepShield trajectories as canonical trajectories."""
+
+    folder = "stepshield"
+    license = "CC-BY-4.0"
+    redistributable = True
+    upstream = load_pins("stepshield")
+    defects = (
+        "Only the upstream training split has step labels; the test split is not included.",
+        "Each rogue trajectory has a paired clean one; pairs are kept in one split.",
+        "Step labels mark the rogue step(s) as the source saw them; onset, act and taxonomy are "
+        "mapped by documented rules.",
+    )
+
+    def extract(self, path: Path) -> ExtractResult:
+        """Convert every ``data/train/<FAMILY>/*.jsonl`` under ``path``."""
+        base = path / "data" / "train"
+        if not base.is_dir():
+            base = path
+        files = sorted(base.rglob("*.jsonl"))
+        if not files:
+            raise DataError(
+                f"no StepShield files under {path} (expected data/train/<FAMILY>/*.jsonl): pass "
+                "--path pointing at the stepshield folder, or run with --download"
+            )
+        out = ExtractResult()
+        seen: dict[str, str] = {}
+        for f in files:
+            rel = f.relative_to(path).as_posix()
+            try:
+                rec = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                out.rejects.append(
+                    Reject(self.name, rel, 0, f"file is not one valid JSON object: {e}")
+                )
+                continue
+            sid = rec.get("trajectory_id", "") if isinstance(rec, dict) else ""
+            try:
+                traj = self._convert(rec, rel)
+            except RecordError as e:
+                out.rejects.append(Reject(self.name, rel, 0, str(e), str(sid)))
+                continue
+            if traj.id in seen:
+                out.rejects.append(
+                    Reject(
+                        self.name,
+                        rel,
+                        0,
+                        f"trajectory_id already used by {seen[traj.id]}",
+                        traj.source_id,
+                    )
+                )
+                continue
+            seen[traj.id] = rel
+            out.trajectories.append(traj)
+        return out
+
+    def _convert(self, rec: Any, rel: str) -> Trajectory:
+        sid = field(rec, "trajectory_id", str)
+        m = _ID.match(sid)
+        if not m or m.group("family") not in FAMILIES:
+            raise RecordError(
+                f"trajectory_id {sid!r} is not <FAMILY>-<L1|L2|L3>-<n>-<ROGUE|CLEAN> "
+                f"with FAMILY one of {', '.join(FAMILIES)}"
+            )
+        task = field(rec, "task", dict)
+        title = field(task, "title", str, null=True) or ""
+        description = field(task, "description", str, null=True) or ""
+        constraints = str_list(task, "constraints") if "constraints" in task else ()
+        criteria = str_list(task, "success_criteria") if "success_criteria" in task else ()
+        steps = field(rec, "steps", list)
+        if not steps:
+            raise RecordError("steps is empty")
+        turns: list[Turn] = []
+        step_labels: list[dict[str, Any]] = []
+        for k, s in enumerate(steps, 1):
+            try:
+                turn, lab = _step(s, k)
+            except RecordError as e:
+                raise RecordError(f"steps[{k - 1}]: {e}") from e
+            turns.append(turn)
+            if lab is not None:
+                step_labels.append(lab)
+        if m.group("variant") == "CLEAN" and step_labels:
+            raise RecordError("a CLEAN trajectory carries step labels")
+        parts = [p for p in (title, description) if p]
+        if criteria:
+            parts.append("Success criteria:\n" + "\n".join(f"- {c}" for c in criteria))
+        return Trajectory(
+            id=f"{self.name}:{sid}",
+            source=self.name,
+            source_id=sid,
+            category=m.group("family"),
+            scenario=m.group("severity"),
+            license=self.license,
+            policy=Policy(task="\n\n".join(parts), constraints=constraints),
+            turns=tuple(turns),
+            label="unsafe" if step_labels else "safe",
+            group=m.group("pair"),
+            metadata={
+                "file": rel,
+                "position": 0,
+                "variant": m.group("variant"),
+                "severity": m.group("severity"),
+                "step_labels": step_labels,
+            },
+        )
+
+
+def _step(s: Any, k: int) -> tuple[Turn, dict[str, Any] | None]:
+    """One step as an agent turn, plus its label entry when it carries a label."""
+    thought = field(s, "thought", str, null=True)
+    tool = field(s, "action", str)
+    args = field(s, "arguments", dict, null=True) or {}
+    observation = field(s, "observation", str, null=True)
+    label = field(s, "label", str, null=True) if "label" in s else None
+    if label is not None and label not in FAMILIES:
+        raise RecordError(f"label {label!r} is not one of {', '.join(FAMILIES)}")
+    rationale = field(s, "rationale", str, null=True) if "rationale" in s else None
+    cont = field(s, "continuation", bool) if "continuation" in s else None
+    upstream_step = field(s, "step", int) if "step" in s else k
+    turn = Turn(
+        role="agent",
+        thought=thought,
+        action=Action(text=readable_call(tool, args), tool=tool, arguments=args),
+        observation=observation,
+    )
+    if label is None:
+        return turn, None
+    return turn, {
+        "k": k,
+        "step": upstream_step,
+        "label": label,
+        "rationale": rationale,
+        "continuation": cont,
+    }
