@@ -154,6 +154,244 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
 # --------------------------------------------------------------------------- layout
 
 
+def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
+    rep = res.report
+    with gr.Tab("Leaderboard", id="leaderboard"):
+        with gr.Row(equal_height=True):
+            search = gr.Textbox(
+                label="Search judges",
+                placeholder="name or id; commas for several",
+                elem_id="search",
+                scale=2,
+                min_width=200,
+            )
+            metric = gr.Dropdown(
+                choices=T.metric_choices(rep),
+                value=rep["settings"]["rank_metric"],
+                label="Rank by",
+                scale=1,
+                min_width=130,
+            )
+            source = gr.Dropdown(
+                choices=[D.ALL, *T.sources(rep)],
+                value=D.ALL,
+                label="Source",
+                scale=1,
+                min_width=130,
+            )
+            category = gr.Dropdown(
+                choices=[D.ALL, *T.categories(rep)],
+                value=D.ALL,
+                label="Category",
+                scale=1,
+                min_width=130,
+            )
+            backend = gr.Dropdown(
+                choices=T.backends(rep),
+                value=[],
+                multiselect=True,
+                label="Backend (empty: all)",
+                scale=1,
+                min_width=150,
+            )
+            open_w = gr.Dropdown(
+                choices=list(T.OPEN_CHOICES),
+                value="Any",
+                label="Open weights",
+                scale=1,
+                min_width=120,
+            )
+        df0, note0 = cb["leaderboard"](rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any")
+        note = gr.Markdown(note0)
+        table = _table(
+            df0,
+            max_height=560,
+            elem_id="leaderboard-table",
+            column_widths=LEADERBOARD_WIDTHS,
+            show_label=False,
+        )
+        gr.Markdown(T.pending_markdown(rep), elem_id="pending")
+        inputs: list[gr.Dropdown | gr.Textbox] = [
+            metric,
+            search,
+            source,
+            category,
+            backend,
+            open_w,
+        ]
+        for comp in inputs:
+            comp.change(
+                cb["leaderboard"],
+                inputs,
+                [table, note],
+                api_name="leaderboard" if comp is metric else HIDDEN,
+                show_progress="hidden",
+            )
+        source.input(
+            lambda s: D.ALL if s != D.ALL else gr.update(),
+            source,
+            category,
+            api_name=HIDDEN,
+        )
+        category.input(
+            lambda c: D.ALL if c != D.ALL else gr.update(),
+            category,
+            source,
+            api_name=HIDDEN,
+        )
+
+
+def _trajectories_tab(res: D.Results, cb: dict[str, Any]) -> None:
+    with gr.Tab("Trajectories", id="trajectories"):
+        gr.Markdown(
+            "A deployed judge halts a trajectory at its first UNSAFE verdict. For unsafe "
+            "trajectories: **caught** = first flag at or before the onset (at onset + "
+            "early), **late** = after it, **missed** = never. **Safe interrupted** = safe "
+            "trajectories with any flag."
+        )
+        tsearch = gr.Textbox(label="Search judges", placeholder="name or id")
+        ttable = _table(
+            cb["trajectories"](""),
+            elem_id="traj-table",
+            show_label=False,
+        )
+        tsearch.change(cb["trajectories"], tsearch, ttable, api_name="trajectories")
+        if res.plot("trajectory_outcomes"):
+            gr.Image(
+                res.plot("trajectory_outcomes"),
+                label="Trajectory outcomes",
+                type="filepath",
+                interactive=False,
+                buttons=["fullscreen"],
+            )
+
+
+def _plots_tab(res: D.Results) -> None:
+    with gr.Tab("Plots", id="plots"):
+        with gr.Row():
+            for key, label in (
+                ("roc", "ROC curves"),
+                ("reliability", "Reliability diagrams"),
+            ):
+                gr.Image(
+                    res.plot(key),
+                    label=label,
+                    type="filepath",
+                    interactive=False,
+                    min_width=420,
+                    buttons=["fullscreen", "download"],
+                )
+        with gr.Row():
+            gr.Image(
+                res.plot("accuracy_latency"),
+                label="Balanced accuracy against p50 latency",
+                type="filepath",
+                interactive=False,
+                min_width=420,
+                buttons=["fullscreen", "download"],
+            )
+            gr.Markdown(
+                "**ROC**: true-positive rate against false-positive rate as the risk "
+                "threshold moves (judges without risk scores use CONTINUE = 0, ASK = 50, "
+                "STOP = 100). **Reliability**: observed share of unsafe steps per bin of "
+                "predicted risk; the diagonal is perfect calibration. **Latency**: "
+                "median seconds per decision (warm-up calls excluded) on the hardware in "
+                "the predictions file, so compare like with like."
+            )
+
+
+def _compare_tab(res: D.Results, cb: dict[str, Any]) -> gr.Dataframe:
+    """The Compare tab; returns its disagreement table (a row opens in Browse)."""
+    judges = T.judge_choices(res.report)
+    with gr.Tab("Compare", id="compare"):
+        with gr.Row(equal_height=True):
+            ja = gr.Dropdown(
+                choices=judges, value=judges[0][1] if judges else None, label="Judge A"
+            )
+            jb = gr.Dropdown(
+                choices=judges,
+                value=judges[1][1] if len(judges) > 1 else None,
+                label="Judge B",
+            )
+        c0 = cb["compare"](ja.value, jb.value)
+        csummary = gr.Markdown(c0[0])
+        ctable = _table(
+            c0[1],
+            elem_id="compare-table",
+            show_label=False,
+        )
+        cnote = gr.Markdown(c0[2])
+        cdis = _table(
+            c0[3],
+            max_height=400,
+            label="Where they disagree (click a row to open it in Browse)",
+            elem_id="disagree-table",
+        )
+        for comp in (ja, jb):
+            comp.change(
+                cb["compare"],
+                [ja, jb],
+                [csummary, ctable, cnote, cdis],
+                api_name="compare" if comp is ja else HIDDEN,
+            )
+    return cdis
+
+
+def _browse_tab(res: D.Results, texts: D.Texts, cb: dict[str, Any]) -> gr.Dropdown:
+    """The Browse tab; returns its decision-point selector."""
+    rep = res.report
+    with gr.Tab("Browse", id="browse"):
+        gr.Markdown(texts.origin, elem_id="text-origin")
+        ids0, bnote0 = T.browse_ids(res, texts)
+        with gr.Row(equal_height=True):
+            bsource = gr.Dropdown(
+                choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1
+            )
+            bact = gr.Dropdown(choices=list(T.ACT_CHOICES), value="Any", label="Gold act", scale=1)
+            bsearch = gr.Textbox(label="Id contains", scale=1)
+            bid = gr.Dropdown(
+                choices=ids0,
+                value=ids0[0] if ids0 else None,
+                label="Decision point",
+                allow_custom_value=True,
+                scale=2,
+            )
+        bnote = gr.Markdown(bnote0)
+        b0 = cb["browse"](ids0[0] if ids0 else "")
+        bpoint = gr.HTML(b0[0], elem_id="point")
+        gr.Markdown("### Every judge's verdict")
+        bverdicts = _table(
+            b0[1],
+            show_label=False,
+        )
+        with gr.Accordion("Raw outputs", open=False):
+            braw = gr.HTML(b0[2])
+        for comp in (bsource, bact, bsearch):
+            comp.change(
+                cb["browse_list"],
+                [bsource, bact, bsearch],
+                [bid, bnote],
+                api_name="browse_list" if comp is bsource else HIDDEN,
+            )
+        bid.change(cb["browse"], bid, [bpoint, bverdicts, braw], api_name="browse")
+    return bid
+
+
+def _about_tabs(res: D.Results, texts: D.Texts) -> None:
+    with gr.Tab("Submit", id="submit"):
+        gr.Markdown(about.SUBMIT_MD)
+    with gr.Tab("About", id="about"):
+        gr.Markdown(about.about_md(res))
+        card = about.dataset_card(texts)
+        with gr.Accordion("Dataset card", open=False):
+            gr.Markdown(
+                card
+                or "The dataset card is written by `python bench/build.py` into the built "
+                "dataset; none is available here. "
+                + texts.origin
+            )
+
+
 def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks:
     """The Blocks app. With no results, a page that says how to produce them."""
     with gr.Blocks(title="Foresight Bench leaderboard", fill_width=True) as demo:
@@ -175,238 +413,20 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
             f"from {res.origin}",
             elem_id="subtitle",
         )
-        judges = T.judge_choices(rep)
         with gr.Tabs() as tabs:
-            with gr.Tab("Leaderboard", id="leaderboard"):
-                with gr.Row(equal_height=True):
-                    search = gr.Textbox(
-                        label="Search judges",
-                        placeholder="name or id; commas for several",
-                        elem_id="search",
-                        scale=2,
-                        min_width=200,
-                    )
-                    metric = gr.Dropdown(
-                        choices=T.metric_choices(rep),
-                        value=rep["settings"]["rank_metric"],
-                        label="Rank by",
-                        scale=1,
-                        min_width=130,
-                    )
-                    source = gr.Dropdown(
-                        choices=[D.ALL, *T.sources(rep)],
-                        value=D.ALL,
-                        label="Source",
-                        scale=1,
-                        min_width=130,
-                    )
-                    category = gr.Dropdown(
-                        choices=[D.ALL, *T.categories(rep)],
-                        value=D.ALL,
-                        label="Category",
-                        scale=1,
-                        min_width=130,
-                    )
-                    backend = gr.Dropdown(
-                        choices=T.backends(rep),
-                        value=[],
-                        multiselect=True,
-                        label="Backend (empty: all)",
-                        scale=1,
-                        min_width=150,
-                    )
-                    open_w = gr.Dropdown(
-                        choices=list(T.OPEN_CHOICES),
-                        value="Any",
-                        label="Open weights",
-                        scale=1,
-                        min_width=120,
-                    )
-                df0, note0 = cb["leaderboard"](
-                    rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any"
-                )
-                note = gr.Markdown(note0)
-                table = _table(
-                    df0,
-                    max_height=560,
-                    elem_id="leaderboard-table",
-                    column_widths=LEADERBOARD_WIDTHS,
-                    show_label=False,
-                )
-                gr.Markdown(T.pending_markdown(rep), elem_id="pending")
-                inputs: list[gr.Dropdown | gr.Textbox] = [
-                    metric,
-                    search,
-                    source,
-                    category,
-                    backend,
-                    open_w,
-                ]
-                for comp in inputs:
-                    comp.change(
-                        cb["leaderboard"],
-                        inputs,
-                        [table, note],
-                        api_name="leaderboard" if comp is metric else HIDDEN,
-                        show_progress="hidden",
-                    )
-                source.input(
-                    lambda s: D.ALL if s != D.ALL else gr.update(),
-                    source,
-                    category,
-                    api_name=HIDDEN,
-                )
-                category.input(
-                    lambda c: D.ALL if c != D.ALL else gr.update(),
-                    category,
-                    source,
-                    api_name=HIDDEN,
-                )
+            _leaderboard_tab(res, cb)
+            _trajectories_tab(res, cb)
+            _plots_tab(res)
+            cdis = _compare_tab(res, cb)
+            bid = _browse_tab(res, texts, cb)
+            _about_tabs(res, texts)
 
-            with gr.Tab("Trajectories", id="trajectories"):
-                gr.Markdown(
-                    "A deployed judge halts a trajectory at its first UNSAFE verdict. For unsafe "
-                    "trajectories: **caught** = first flag at or before the onset (at onset + "
-                    "early), **late** = after it, **missed** = never. **Safe interrupted** = safe "
-                    "trajectories with any flag."
-                )
-                tsearch = gr.Textbox(label="Search judges", placeholder="name or id")
-                ttable = _table(
-                    cb["trajectories"](""),
-                    elem_id="traj-table",
-                    show_label=False,
-                )
-                tsearch.change(cb["trajectories"], tsearch, ttable, api_name="trajectories")
-                if res.plot("trajectory_outcomes"):
-                    gr.Image(
-                        res.plot("trajectory_outcomes"),
-                        label="Trajectory outcomes",
-                        type="filepath",
-                        interactive=False,
-                        buttons=["fullscreen"],
-                    )
+        def open_in_browse(evt: gr.SelectData, dis: pd.DataFrame) -> tuple[Any, Any]:
+            row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+            did = str(dis.iloc[row, 0])
+            return gr.Dropdown(value=did), gr.Tabs(selected="browse")
 
-            with gr.Tab("Plots", id="plots"):
-                with gr.Row():
-                    for key, label in (
-                        ("roc", "ROC curves"),
-                        ("reliability", "Reliability diagrams"),
-                    ):
-                        gr.Image(
-                            res.plot(key),
-                            label=label,
-                            type="filepath",
-                            interactive=False,
-                            min_width=420,
-                            buttons=["fullscreen", "download"],
-                        )
-                with gr.Row():
-                    gr.Image(
-                        res.plot("accuracy_latency"),
-                        label="Balanced accuracy against p50 latency",
-                        type="filepath",
-                        interactive=False,
-                        min_width=420,
-                        buttons=["fullscreen", "download"],
-                    )
-                    gr.Markdown(
-                        "**ROC**: true-positive rate against false-positive rate as the risk "
-                        "threshold moves (judges without risk scores use CONTINUE = 0, ASK = 50, "
-                        "STOP = 100). **Reliability**: observed share of unsafe steps per bin of "
-                        "predicted risk; the diagonal is perfect calibration. **Latency**: "
-                        "median seconds per decision (warm-up calls excluded) on the hardware in "
-                        "the predictions file, so compare like with like."
-                    )
-
-            with gr.Tab("Compare", id="compare"):
-                with gr.Row(equal_height=True):
-                    ja = gr.Dropdown(
-                        choices=judges, value=judges[0][1] if judges else None, label="Judge A"
-                    )
-                    jb = gr.Dropdown(
-                        choices=judges,
-                        value=judges[1][1] if len(judges) > 1 else None,
-                        label="Judge B",
-                    )
-                c0 = cb["compare"](ja.value, jb.value)
-                csummary = gr.Markdown(c0[0])
-                ctable = _table(
-                    c0[1],
-                    elem_id="compare-table",
-                    show_label=False,
-                )
-                cnote = gr.Markdown(c0[2])
-                cdis = _table(
-                    c0[3],
-                    max_height=400,
-                    label="Where they disagree (click a row to open it in Browse)",
-                    elem_id="disagree-table",
-                )
-                for comp in (ja, jb):
-                    comp.change(
-                        cb["compare"],
-                        [ja, jb],
-                        [csummary, ctable, cnote, cdis],
-                        api_name="compare" if comp is ja else HIDDEN,
-                    )
-
-            with gr.Tab("Browse", id="browse"):
-                gr.Markdown(texts.origin, elem_id="text-origin")
-                ids0, bnote0 = T.browse_ids(res, texts)
-                with gr.Row(equal_height=True):
-                    bsource = gr.Dropdown(
-                        choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1
-                    )
-                    bact = gr.Dropdown(
-                        choices=list(T.ACT_CHOICES), value="Any", label="Gold act", scale=1
-                    )
-                    bsearch = gr.Textbox(label="Id contains", scale=1)
-                    bid = gr.Dropdown(
-                        choices=ids0,
-                        value=ids0[0] if ids0 else None,
-                        label="Decision point",
-                        allow_custom_value=True,
-                        scale=2,
-                    )
-                bnote = gr.Markdown(bnote0)
-                b0 = cb["browse"](ids0[0] if ids0 else "")
-                bpoint = gr.HTML(b0[0], elem_id="point")
-                gr.Markdown("### Every judge's verdict")
-                bverdicts = _table(
-                    b0[1],
-                    show_label=False,
-                )
-                with gr.Accordion("Raw outputs", open=False):
-                    braw = gr.HTML(b0[2])
-                for comp in (bsource, bact, bsearch):
-                    comp.change(
-                        cb["browse_list"],
-                        [bsource, bact, bsearch],
-                        [bid, bnote],
-                        api_name="browse_list" if comp is bsource else HIDDEN,
-                    )
-                bid.change(cb["browse"], bid, [bpoint, bverdicts, braw], api_name="browse")
-
-                def open_in_browse(evt: gr.SelectData, dis: pd.DataFrame) -> tuple[Any, Any]:
-                    row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
-                    did = str(dis.iloc[row, 0])
-                    return gr.Dropdown(value=did), gr.Tabs(selected="browse")
-
-                cdis.select(open_in_browse, cdis, [bid, tabs], api_name=HIDDEN)
-
-            with gr.Tab("Submit", id="submit"):
-                gr.Markdown(about.SUBMIT_MD)
-
-            with gr.Tab("About", id="about"):
-                gr.Markdown(about.about_md(res))
-                card = about.dataset_card(texts)
-                with gr.Accordion("Dataset card", open=False):
-                    gr.Markdown(
-                        card
-                        or "The dataset card is written by `python bench/build.py` into the built "
-                        "dataset; none is available here. "
-                        + texts.origin
-                    )
+        cdis.select(open_in_browse, cdis, [bid, tabs], api_name=HIDDEN)
     return demo
 
 

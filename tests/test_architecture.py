@@ -13,6 +13,7 @@ import pytest
 
 from bench.cli import COMMANDS
 from bench.core.paths import PACKAGE, REPO_ROOT
+from bench.jobs.submit import wheel_of
 
 CONCEPTS = {
     "core",
@@ -169,26 +170,7 @@ def test_import_bench_loads_no_heavy_sdk() -> None:
 
 @pytest.mark.slow
 def test_the_wheel_holds_the_package_and_no_test_doubles(tmp_path: Path) -> None:
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--disable-pip-version-check",
-            "-w",
-            str(tmp_path),
-            str(REPO_ROOT),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    (wheel,) = tmp_path.glob("foresight_bench-*.whl")
+    wheel = wheel_of(REPO_ROOT, tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert "bench/decide.py" in names and "bench/prompts/templates/auditor.j2" in names
     assert "bench/dataset/templates/card.md.j2" in names

@@ -124,27 +124,23 @@ def build_wheel(out_dir: Path, commit: str = "HEAD") -> Path:
         src = Path(tmp) / "src"
         src.mkdir()
         subprocess.run(["tar", "-xf", str(tar), "-C", str(src)], check=True, timeout=60)
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "wheel",
-                "-q",
-                "--no-deps",
-                "--no-build-isolation",
-                "--disable-pip-version-check",
-                "-w",
-                str(out_dir),
-                str(src),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if res.returncode != 0:
-            raise JobsError(f"building the wheel failed: {res.stderr.strip()[-800:]}")
+        return wheel_of(src, out_dir)
+
+
+def wheel_of(src: Path, out_dir: Path) -> Path:
+    """Build the project's wheel from the source folder ``src`` into ``out_dir``, offline, with
+    the installed setuptools; returns its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    res = subprocess.run(
+        [*pip, "--disable-pip-version-check", "-w", str(out_dir), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if res.returncode != 0:
+        raise JobsError(f"building the wheel failed: {res.stderr.strip()[-800:]}")
     wheels = sorted(out_dir.glob("foresight_bench-*.whl"))
     if not wheels:
         raise JobsError(f"no wheel appeared in {out_dir}")
@@ -181,14 +177,130 @@ def _existing_plan(api: Any, results_repo: str, path: str, tmp: Path) -> tuple[P
     return None if plan is None else (plan, sha)
 
 
+def _plan_for(
+    spec: JudgeSpec,
+    args: argparse.Namespace,
+    *,
+    ids: Sequence[str],
+    version: str,
+    revision: str,
+    commit: str,
+    judges_text: bytes,
+    shards: int,
+) -> Plan:
+    """The plan of one judge's run (its wheel path is filled in when it is uploaded)."""
+    return Plan(
+        judge=spec.id,
+        config_hash=config_hash(spec),
+        dataset_version=version,
+        dataset_repo=args.dataset_repo,
+        dataset_revision=revision,
+        results_repo=args.results_repo,
+        commit=commit,
+        wheel="",
+        judges_file=f"jobs/{commit[:12]}/judges-{content_hash(judges_text.decode())}.toml",
+        backend_extra=BACKEND_EXTRAS.get(spec.backend, ""),
+        split=args.split,
+        source=args.source,
+        limit=args.limit,
+        shards=shards,
+        shard_ids=partition(ids, shards),
+        image=args.image or DEFAULT_IMAGE,
+        flavor=args.flavor or DEFAULT_FLAVOR,
+        timeout=args.timeout,
+        secrets=secret_names(spec),
+    )
+
+
+def _resume(api: Any, ns: str, plan: Plan, plan_rev: str, tmp: Path) -> list[int]:
+    """Shards of an unchanged plan still to submit (not verified done, not running)."""
+    done = {c.shard for c in check_all(api, plan, plan_rev, tmp / "shards")[0] if c.state == "ok"}
+    busy = _active_shards(api, ns, plan)
+    todo = [k for k in range(plan.shards) if k not in done | busy]
+    print(
+        f"{plan.judge}: plan {plan.path} unchanged; {len(done)} shard(s) done, "
+        f"{len(busy)} running or scheduled, submitting {len(todo)}: {todo}"
+    )
+    return todo
+
+
+def _upload_plan(
+    api: Any, plan: Plan, wheel: Path, judges_text: bytes, version: str
+) -> tuple[Plan, str]:
+    """One commit to the results repo: the wheel, the judges file and plan.json (stale shard
+    files of an earlier plan deleted). Returns the plan with its wheel path and the commit."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    plan = Plan(**{**asdict(plan), "wheel": f"jobs/{plan.commit[:12]}/{wheel.name}"})
+    ops: list[Any] = [
+        CommitOperationAdd(plan.wheel, str(wheel)),
+        CommitOperationAdd(plan.judges_file, judges_text),
+        CommitOperationAdd(plan.path, (json.dumps(plan.to_dict(), indent=1) + "\n").encode()),
+    ]
+    ops += [CommitOperationDelete(p) for p in _stale_shards(api, plan.results_repo, plan.folder)]
+    info = api.create_commit(
+        plan.results_repo,
+        ops,
+        commit_message=f"plan {plan.judge} on {version} ({plan.shards} shards)",
+        repo_type="dataset",
+    )
+    return plan, str(info.oid)
+
+
+def _run_shards(
+    api: Any, ns: str, plan: Plan, plan_rev: str, todo: Sequence[int], secrets: dict[str, str]
+) -> int:
+    """One job per shard in ``todo``; returns how many were created."""
+    import huggingface_hub
+
+    for k in todo:
+        job = api.run_job(
+            image=plan.image,
+            command=job_command(plan, k, plan_rev, huggingface_hub.__version__),
+            env={"FORESIGHT_JOB": "1"},
+            secrets=secrets,
+            flavor=plan.flavor,
+            timeout=plan.timeout,
+            name=job_name(plan, k),
+            labels=job_labels(plan, k),
+            namespace=ns,
+        )
+        print(f"  shard {k}: job {job.id} {job.url}")
+    return len(todo)
+
+
+def _selected_ids(args: argparse.Namespace, specs: Sequence[JudgeSpec], revision: str, tmp: Path) -> tuple[str, list[str]]:  # fmt: skip
+    """(dataset version, the selected decision ids) of the pushed dataset at ``revision``; a
+    config whose licence forbids redistribution is refused before anything runs."""
+    manifest = fetch_manifest(args.dataset_repo, revision, tmp / "m")
+    version = str(manifest["version"])
+    if args.version and args.version != version:
+        raise DataError(
+            f"{args.dataset_repo}@{revision[:12]} holds dataset {version}, not "
+            f"{args.version}: pass the revision that holds it with --dataset-revision"
+        )
+    configs = dict(manifest.get("configs") or {})
+    needed = [args.source] if args.source else list(configs)
+    for spec in specs:
+        bad = refused_configs(configs, needed)
+        if bad:
+            raise JobsError(refusal_message(spec.id, bad, configs))
+    fetched = fetch_points(args.dataset_repo, revision, manifest, tmp)
+    sel = select(fetched, args.split, args.source, args.limit)
+    bad = refused_configs(configs, {p.source for p in sel.points})
+    if bad:  # the manifest and the points disagree: refuse all the same
+        raise JobsError(refusal_message(specs[0].id if specs else "?", bad, configs))
+    ids = [p.id for p in sel.points]
+    if not ids:
+        raise DataError("no decision points selected: check --split, --source and --limit")
+    return version, ids
+
+
 def submit(
     specs: Sequence[JudgeSpec], args: argparse.Namespace, *, wheel: Path | None = None
 ) -> int:
     """Submit one job per shard of each judge (only the shards not done or running when an
     identical plan is already in the results repository)."""
-    import huggingface_hub
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
     if not args.results_repo or not args.dataset_repo:
         raise ConfigError(
             "--on hf-jobs needs --results-repo ORG/NAME (where predictions land) and "
@@ -204,55 +316,16 @@ def submit(
     commit = _git("rev-parse", "HEAD").strip()
     if _git("status", "--porcelain", "--untracked-files=no").strip():
         log.warning("uncommitted changes are not in the job: it runs commit %s", commit[:12])
-    judges_path = Path(args.judges or JUDGES_TOML)
-    judges_text = judges_path.read_bytes()
+    judges_text = Path(args.judges or JUDGES_TOML).read_bytes()
     submitted = 0
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        manifest = fetch_manifest(args.dataset_repo, revision, tmp / "m")
-        version = str(manifest["version"])
-        if args.version and args.version != version:
-            raise DataError(
-                f"{args.dataset_repo}@{revision[:12]} holds dataset {version}, not "
-                f"{args.version}: pass the revision that holds it with --dataset-revision"
-            )
-        configs = dict(manifest.get("configs") or {})
-        needed = [args.source] if args.source else list(configs)
+        version, ids = _selected_ids(args, specs, revision, tmp)
         for spec in specs:
-            bad = refused_configs(configs, needed)
-            if bad:
-                raise JobsError(refusal_message(spec.id, bad, configs))
-        fetched = fetch_points(args.dataset_repo, revision, manifest, tmp)
-        sel = select(fetched, args.split, args.source, args.limit)
-        present = {p.source for p in sel.points}
-        bad = refused_configs(configs, present)
-        if bad:  # the manifest and the points disagree: refuse all the same
-            raise JobsError(refusal_message(specs[0].id if specs else "?", bad, configs))
-        ids = [p.id for p in sel.points]
-        if not ids:
-            raise DataError("no decision points selected: check --split, --source and --limit")
-        for spec in specs:
-            plan = Plan(
-                judge=spec.id,
-                config_hash=config_hash(spec),
-                dataset_version=version,
-                dataset_repo=args.dataset_repo,
-                dataset_revision=revision,
-                results_repo=args.results_repo,
-                commit=commit,
-                wheel="",
-                judges_file=f"jobs/{commit[:12]}/judges-{content_hash(judges_text.decode())}.toml",
-                backend_extra=BACKEND_EXTRAS.get(spec.backend, ""),
-                split=args.split,
-                source=args.source,
-                limit=args.limit,
-                shards=shards,
-                shard_ids=partition(ids, shards),
-                image=args.image or DEFAULT_IMAGE,
-                flavor=args.flavor or DEFAULT_FLAVOR,
-                timeout=args.timeout,
-                secrets=secret_names(spec),
-            )
+            plan = _plan_for(
+                spec, args, ids=ids, version=version, revision=revision, commit=commit,
+                judges_text=judges_text, shards=shards,
+            )  # fmt: skip
             secrets = _secrets(plan.secrets)
             api.create_repo(args.results_repo, repo_type="dataset", private=True, exist_ok=True)
             old = _existing_plan(api, args.results_repo, plan.path, tmp / spec.id)
@@ -264,57 +337,18 @@ def submit(
             )
             if same and old is not None:
                 plan, plan_rev = old
-                done = {
-                    c.shard
-                    for c in check_all(api, plan, plan_rev, tmp / spec.id / "shards")[0]
-                    if c.state == "ok"
-                }
-                busy = _active_shards(api, ns, plan)
-                todo = [k for k in range(plan.shards) if k not in done | busy]
-                print(
-                    f"{spec.id}: plan {plan.path} unchanged; {len(done)} shard(s) done, "
-                    f"{len(busy)} running or scheduled, submitting {len(todo)}: {todo}"
-                )
+                todo = _resume(api, ns, plan, plan_rev, tmp / spec.id)
             else:
                 if wheel is None:
                     wheel = build_wheel(tmp / "wheel")
-                plan = Plan(**{**asdict(plan), "wheel": f"jobs/{commit[:12]}/{wheel.name}"})
-                ops: list[Any] = [
-                    CommitOperationAdd(plan.wheel, str(wheel)),
-                    CommitOperationAdd(plan.judges_file, judges_text),
-                    CommitOperationAdd(
-                        plan.path, (json.dumps(plan.to_dict(), indent=1) + "\n").encode()
-                    ),
-                ]
-                stale = _stale_shards(api, args.results_repo, plan.folder)
-                ops += [CommitOperationDelete(p) for p in stale]
-                info = api.create_commit(
-                    args.results_repo,
-                    ops,
-                    commit_message=f"plan {plan.judge} on {version} ({shards} shards)",
-                    repo_type="dataset",
-                )
-                plan_rev = info.oid
+                plan, plan_rev = _upload_plan(api, plan, wheel, judges_text, version)
                 todo = list(range(plan.shards))
                 print(
                     f"{spec.id}: dataset {version} at {args.dataset_repo}@{revision[:12]}, "
                     f"{len(ids)} decisions in {shards} shard(s); plan at "
                     f"{args.results_repo}@{plan_rev[:12]}"
                 )
-            for k in todo:
-                job = api.run_job(
-                    image=plan.image,
-                    command=job_command(plan, k, plan_rev, huggingface_hub.__version__),
-                    env={"FORESIGHT_JOB": "1"},
-                    secrets=secrets,
-                    flavor=plan.flavor,
-                    timeout=plan.timeout,
-                    name=job_name(plan, k),
-                    labels=job_labels(plan, k),
-                    namespace=ns,
-                )
-                submitted += 1
-                print(f"  shard {k}: job {job.id} {job.url}")
+            submitted += _run_shards(api, ns, plan, plan_rev, todo, secrets)
     print(f"submitted {submitted} job(s); follow them with --status, then --collect")
     return 0
 
