@@ -1,6 +1,7 @@
 """Raw sources -> canonical trajectories and decision points under ``work/extract/<source>/``.
 
     python bench/extract.py --source rjudge [--path P] [--out DIR] [--strict] [--download]
+                            [--allow-fewer]
     python bench/extract.py --source all
 
 Writes ``trajectories.jsonl``, ``decision_points.jsonl``, ``rejects.jsonl``,
@@ -51,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", help="output root (default: work/extract)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when any record is rejected")
     ap.add_argument(
+        "--allow-fewer",
+        action="store_true",
+        help="write the extraction even when it has no trajectories, or fewer than the previous "
+        "one in the output folder (by default that is refused: a raw file may be truncated)",
+    )
+    ap.add_argument(
         "--download",
         action="store_true",
         help="fetch the pinned upstream files first (verifying sha256) when they are missing",
@@ -75,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
             fetch(src, path)
         else:
             path = resolve_path(src, args.path, len(adapters))
-        summary = extract_source(src, path, out_root / src.name, quiet=args.quiet, t0=t0)
+        summary = extract_source(
+            src, path, out_root / src.name, quiet=args.quiet, t0=t0, allow_fewer=args.allow_fewer
+        )
         total_rejects += summary.rejects
         print(summary.line())
     print(f"wrote {out_root}")

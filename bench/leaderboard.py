@@ -30,9 +30,10 @@ from bench.core.paths import COST_MATRIX, GROUND_TRUTH, JUDGES_TOML, LEADERBOARD
 from bench.core.script import setup_logging
 from bench.metrics.inputs import load_cost_matrix
 from bench.metrics.stats import METRICS
+from bench.report.check import compare
 from bench.report.inputs import discover, load_ground_truth, load_judges
 from bench.report.report import build_report
-from bench.report.tables import OUTPUT_TEXTS, compare, fmt_ci, render_all
+from bench.report.tables import OUTPUT_TEXTS, fmt_ci, render_all
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:
             render_all(report, Path(tmp))
-            diffs = compare(Path(tmp), args.out)
+            diffs, worst = compare(Path(tmp), args.out)
         if diffs:
             for d in diffs:
                 print(f"stale: {d}", file=sys.stderr)
@@ -102,7 +103,15 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        print(f"leaderboard --check: {len(OUTPUT_TEXTS)} tables and the plots match the inputs")
+        within = (
+            f"; largest numeric difference {worst.largest:.4g} ({worst.where}), within one unit "
+            "of the last printed digit"
+            if worst.largest
+            else "; byte for byte"
+        )
+        print(
+            f"leaderboard --check: {len(OUTPUT_TEXTS)} tables and the plots match the inputs{within}"
+        )
         return 0
     written = render_all(report, args.out)
     log.info("wrote %d files under %s", len(written), args.out)

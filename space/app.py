@@ -140,7 +140,11 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
         if not did:
             return "<p class='fs-muted'>Pick a decision point.</p>", pd.DataFrame(), ""
         did = did.strip()
-        return V.point_html(res, texts, did), _df(T.verdict_table(res, did)), V.raw_html(res, did)
+        return (
+            V.point_html(res, texts, did),
+            _df(T.verdict_table(res, did)),
+            V.raw_html(res, texts, did),
+        )
 
     return {
         "leaderboard": leaderboard,

@@ -169,6 +169,11 @@ class Results:
         p = self.root / rel if rel else None
         return str(p) if p and p.is_file() else None
 
+    def redistributable(self, source: str) -> bool:
+        """Whether the ground truth's meta says the source may be redistributed (unknown: no)."""
+        cfg = self.meta.get("configs", {}).get(source, {})
+        return bool(cfg.get("redistributable", False))
+
     def reviews(self, trajectory_id: str) -> list[Mapping[str, Any]]:
         """Every reviewer's entries on one trajectory, oldest first ([] without reviews)."""
         if self.reviews_dir is None or not self.reviews_dir.is_dir():

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from data import Results, SpaceDataError, Texts
+from data import Results, SpaceDataError, Texts, on_hub
 from fmt import DASH, esc
 
 RAW_LIMIT = 20_000
@@ -162,8 +162,16 @@ def point_html(res: Results, texts: Texts, did: str) -> str:
     return "".join(parts)
 
 
-def raw_html(res: Results, did: str) -> str:
-    """Every ranked judge's raw output for one decision point, each in a collapsible block."""
+def raw_html(res: Results, texts: Texts, did: str) -> str:
+    """Every ranked judge's raw output for one decision point, each in a collapsible block. A
+    judge's output can quote the trajectory, so it is withheld wherever the source's text is
+    (R-Judge on the Hub): ids and verdicts stay, the words do not."""
+    source = did.split(":", 1)[0]
+    why = texts.withheld.get(source)
+    if why is None and on_hub() and not res.redistributable(source):
+        why = "its licence does not allow redistribution, so the Hub copy never shows it"
+    if why is not None:
+        return _muted(esc(f"Raw outputs for {source} are not shown here: {why}."))
     out = []
     for e in res.judges:
         try:

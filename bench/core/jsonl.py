@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,16 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> tuple[str, int]:
+    """``text`` with every lone surrogate (a code point UTF-8 cannot encode, as a JSON
+    ``"\\ud800"`` escape produces) replaced by U+FFFD, and how many were replaced."""
+    n = len(_SURROGATE.findall(text))
+    return (_SURROGATE.sub("\ufffd", text), n) if n else (text, 0)
+
+
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """Yield one dict per non-empty line. A torn last line (a killed writer) is skipped;
     a malformed line elsewhere raises ValueError naming the file and line."""
@@ -47,16 +58,21 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> int:
-    """Write rows atomically (temp file + rename); returns the number of rows."""
+    """Write rows atomically (temp file + rename); returns the number of rows. On any error the
+    temp file is removed and the previous file, if any, is left as it was."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
     n = 0
-    with tmp.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-            n += 1
-    os.replace(tmp, p)
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+                n += 1
+        os.replace(tmp, p)
+    finally:  # a row that cannot be written leaves neither a temp file nor a half-written file
+        if tmp.exists():
+            tmp.unlink()
     return n
 
 

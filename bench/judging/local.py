@@ -27,6 +27,7 @@ import bench
 from bench.core.errors import BenchError
 from bench.core.paths import BUILD_DIR, PREDICTIONS, REPO_ROOT
 from bench.core.schema import DecisionPoint
+from bench.core.secrets import Redactor, named_variables
 from bench.core.verdict import Verdict
 from bench.dataset import reader
 from bench.judging import backends, predictions, runner
@@ -234,6 +235,35 @@ class Progress:
         self.bar.close()
 
 
+def _setup(spec: JudgeSpec, dev: list[DecisionPoint]) -> Any:
+    """The backend of a row, fitted on the dev split when it learns; raises SkipJudge when it
+    cannot run here."""
+    backend = backends.get(spec.backend).factory(spec)
+    if isinstance(backend, Fittable):
+        backend.fit(dev)
+    return backend
+
+
+def _redacted(p: predictions.Prediction, r: Redactor) -> predictions.Prediction:
+    """A decision with every secret value the row names replaced in its texts."""
+    if not r:
+        return p
+    v = p.verdict
+    return replace(
+        p,
+        verdict=replace(v, raw=r.text(v.raw), reason=r.text(v.reason)),
+        error=r.text(p.error) if p.error else p.error,
+    )
+
+
+def _close(backend: Any) -> None:
+    if isinstance(backend, Closable):
+        try:
+            backend.close()
+        except Exception:  # noqa: BLE001 - a failing close must not lose the run's summary
+            log.warning("closing the backend failed", exc_info=True)
+
+
 def run_judge(
     spec: JudgeSpec,
     sel: Selection,
@@ -243,7 +273,10 @@ def run_judge(
     quiet: bool = False,
 ) -> Outcome:
     """Evaluate one judge over the selection, resuming its predictions file under ``out``
-    (``force``: judge every point again; ``quiet``: no progress bar)."""
+    (``force``: judge every point again; ``quiet``: no progress bar). Never raises for what a
+    judge does: a setup failure, a crash of the run or a ``SystemExit`` from judge code is the
+    judge's outcome, and the other judges still run. The value of every environment variable the
+    row names (and ``HF_TOKEN``) is redacted from everything written and reported."""
     t0 = time.perf_counter()
     digest = template_digest(spec.prompt)
     chash = spec.config_hash(digest)
@@ -253,59 +286,46 @@ def run_judge(
     cached = len(sel.points) - len(todo)
     if not todo:
         return Outcome(spec.id, "cached", cached=cached, path=str(path))
+    secret = Redactor(named_variables(spec.params))
     try:
-        backend = backends.get(spec.backend).factory(spec)
-        if isinstance(backend, Fittable):
-            backend.fit(sel.dev)
+        backend = _setup(spec, sel.dev)
     except SkipJudge as e:
-        return Outcome(spec.id, "skipped", str(e), cached=cached, path=str(path))
-    except Exception as e:  # noqa: BLE001 - one judge's setup failure does not stop the others
+        return Outcome(spec.id, "skipped", secret.text(str(e)), cached=cached, path=str(path))
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - one judge's failure stops no other
         log.debug("setup of %s failed", spec.id, exc_info=True)
         return Outcome(
             spec.id,
             "failed",
-            f"{type(e).__name__}: {e}",
+            secret.text(f"{type(e).__name__}: {e}"),
             cached=cached,
             path=str(path),
             seconds=time.perf_counter() - t0,
         )
     bar = Progress(spec.id, len(todo), quiet)
     counts: dict[str, int] = {}
+    failure = ""
+    stats = runner.RunStats()
     try:
         with predictions.Writer(path) as w:
-            w.write(
-                {
-                    "type": "run",
-                    "judge": spec.id,
-                    "config_hash": chash,
-                    "config": spec.config(),
-                    "template_digest": digest,
-                    "dataset_version": sel.version,
-                    "package_version": bench.__version__,
-                    "git_commit": _git_commit(),
-                    "hardware": hardware(backend),
-                    "start": _now(),
-                    "split": sel.split,
-                    "source": sel.source,
-                    "limit": sel.limit,
-                    "todo": len(todo),
-                    "cached": cached,
-                }
-            )
+            w.write(secret.row(_run_line(spec, chash, digest, sel, backend, len(todo), cached)))
 
             def sink(p: predictions.Prediction) -> None:
-                w.decision(p)
+                w.decision(_redacted(p, secret))
                 counts[p.status] = counts.get(p.status, 0) + 1
                 bar.update(p)
 
-            stats = runner.run(
-                backend,
-                prepare(spec, backend, todo, sink),
-                sink,
-                concurrency=spec.concurrency,
-                batch_size=spec.batch_size,
-                parse=make_parse(spec),
-            )
+            try:
+                stats = runner.run(
+                    backend,
+                    prepare(spec, backend, todo, sink),
+                    sink,
+                    concurrency=max(1, min(spec.concurrency, len(todo))),
+                    batch_size=spec.batch_size,
+                    parse=make_parse(spec),
+                )
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded as the outcome
+                log.debug("run of %s failed", spec.id, exc_info=True)
+                failure = secret.text(f"the run stopped: {type(e).__name__}: {e}")
             w.write(
                 {
                     "type": "run_end",
@@ -313,17 +333,46 @@ def run_judge(
                     "end": _now(),
                     "counts": counts,
                     "busy_s": round(stats.busy_s, 4),
-                    "aborted": stats.aborted,
+                    "aborted": stats.aborted or failure or None,
                 }
             )
     finally:
         bar.close()
-        if isinstance(backend, Closable):
-            backend.close()
-    state: Literal["ran", "aborted"] = "aborted" if stats.aborted else "ran"
-    return Outcome(
-        spec.id, state, stats.aborted or "", counts, cached, time.perf_counter() - t0, str(path)
+        _close(backend)
+    state: Literal["ran", "aborted", "failed"] = (
+        "failed" if failure else "aborted" if stats.aborted else "ran"
     )
+    reason = failure or secret.text(stats.aborted or "")
+    return Outcome(spec.id, state, reason, counts, cached, time.perf_counter() - t0, str(path))
+
+
+def _run_line(
+    spec: JudgeSpec,
+    chash: str,
+    digest: str,
+    sel: Selection,
+    backend: Any,
+    todo: int,
+    cached: int,
+) -> dict[str, Any]:
+    """The ``"type": "run"`` line that opens a run session (docs/FORMATS.md)."""
+    return {
+        "type": "run",
+        "judge": spec.id,
+        "config_hash": chash,
+        "config": spec.config(),
+        "template_digest": digest,
+        "dataset_version": sel.version,
+        "package_version": bench.__version__,
+        "git_commit": _git_commit(),
+        "hardware": hardware(backend),
+        "start": _now(),
+        "split": sel.split,
+        "source": sel.source,
+        "limit": sel.limit,
+        "todo": todo,
+        "cached": cached,
+    }
 
 
 def summary(outcomes: list[Outcome]) -> str:

@@ -10,14 +10,18 @@ reading and cut off before the next append.
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from bench.core.jsonl import read_jsonl
+from bench.core.jsonl import clean_text
 from bench.core.verdict import Status, Verdict
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class Prediction:
             "cite": v.cite,
             "reason": v.reason,
             "raw": v.raw,
+            **({"raw_truncated": True} if v.raw_truncated else {}),
             "latency_s": self.latency_s,
             "batch_size": self.batch_size,
             "warmup": self.warmup,
@@ -82,11 +87,66 @@ def path_for(
     return Path(out_root) / judge_id / version / f"{config_hash}.jsonl"
 
 
-def read_lines(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Every complete line of a predictions file (a torn last line is skipped)."""
-    if not Path(path).is_file():
-        return iter(())
-    return read_jsonl(path)
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a predictions file that cannot be used, and why."""
+
+    path: str
+    """The file."""
+    line: int
+    """1-based line number."""
+    reason: str
+    """What is wrong with it."""
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+def scan(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[BadLine]]:
+    """(usable lines, bad lines) of a predictions file. A line is bad when it is not UTF-8, not
+    JSON, not a JSON object, or a decision without a string id; a torn last line (a writer
+    killed mid-line) is not a bad line, it is simply not there yet."""
+    p = Path(path)
+    if not p.is_file():
+        return [], []
+    data = p.read_bytes()
+    lines = data.split(b"\n")
+    torn = bool(lines) and lines[-1] != b""
+    rows: list[dict[str, Any]] = []
+    bad: list[BadLine] = []
+    for i, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        last = i == len(lines)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if not (last and torn):
+                bad.append(BadLine(str(p), i, f"not valid UTF-8 ({e.reason} at byte {e.start})"))
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as e:
+            if not (last and torn):
+                bad.append(BadLine(str(p), i, f"not valid JSON ({e.msg})"))
+            continue
+        if not isinstance(row, dict):
+            bad.append(BadLine(str(p), i, f"a JSON {type(row).__name__}, not an object"))
+            continue
+        if row.get("type") == "decision" and not (isinstance(row.get("id"), str) and row["id"]):
+            bad.append(BadLine(str(p), i, "a decision line without an id"))
+            continue
+        rows.append(row)
+    return rows, bad
+
+
+def read_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every usable line of a predictions file, for resuming: a bad line is logged (file and
+    line) and left out, so its decision is simply made again."""
+    rows, bad = scan(path)
+    for b in bad:
+        log.warning("%s (left out; its decision will be made again)", b)
+    return rows
 
 
 def latest(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
@@ -127,6 +187,21 @@ def _cut_torn_tail(path: Path) -> None:
         f.truncate(0)
 
 
+def safe_row(row: Any) -> Any:
+    """``row`` with every string UTF-8 can store and every float finite (JSON has no NaN):
+    lone surrogates become U+FFFD, NaN and infinities become null. Used when a row fails to
+    encode, so one bad value never loses a decision or kills a run."""
+    if isinstance(row, str):
+        return clean_text(row)[0]
+    if isinstance(row, float):
+        return row if math.isfinite(row) else None
+    if isinstance(row, Mapping):
+        return {str(safe_row(k)): safe_row(v) for k, v in row.items()}
+    if isinstance(row, list | tuple):
+        return [safe_row(v) for v in row]
+    return row
+
+
 class Writer:
     """Appends lines to one predictions file, flushing each so a kill loses nothing written."""
 
@@ -134,12 +209,17 @@ class Writer:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _cut_torn_tail(self.path)
-        self._f: IO[str] = self.path.open("a", encoding="utf-8")
-        self._dumps = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+        self._f: IO[bytes] = self.path.open("ab")
+        self._dumps = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=False).encode
 
     def write(self, row: Mapping[str, Any]) -> None:
-        """Append one line and flush it to the OS."""
-        self._f.write(self._dumps(row) + "\n")
+        """Append one line and flush it to the OS. A row that JSON or UTF-8 cannot hold (a NaN,
+        a lone surrogate) is written with those values replaced (``safe_row``), never lost."""
+        try:
+            data = (self._dumps(row) + "\n").encode("utf-8")
+        except (ValueError, UnicodeEncodeError):
+            data = (self._dumps(safe_row(row)) + "\n").encode("utf-8")
+        self._f.write(data)
         self._f.flush()
 
     def decision(self, p: Prediction) -> None:

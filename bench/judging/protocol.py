@@ -30,6 +30,13 @@ from bench.core.jsonl import content_hash
 from bench.core.schema import DecisionPoint
 from bench.core.verdict import Verdict
 
+MAX_CONCURRENCY = 1024
+"""Most requests a judge may keep in flight (``concurrency``): each is a worker coroutine and,
+for HTTP backends, a pooled connection; the runner never starts more workers than decisions."""
+
+MAX_BATCH_SIZE = 65_536
+"""Most decisions one batched call may take (``batch_size``)."""
+
 
 @dataclass(frozen=True)
 class JudgeSpec:

@@ -31,9 +31,13 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
-from bench.core.verdict import Verdict
+from bench.core.jsonl import clean_text
+from bench.core.taxonomy import load_taxonomy
+from bench.core.verdict import Verdict, checked
 from bench.judging.predictions import Prediction
 from bench.judging.protocol import (
+    MAX_BATCH_SIZE,
+    MAX_CONCURRENCY,
     AsyncBackend,
     AsyncClosable,
     BatchBackend,
@@ -98,6 +102,39 @@ class RunStats:
         return sum(self.by_status.values())
 
 
+def _count(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _verdict_of(item: JudgeInput, out: object, parse: Parse | None) -> tuple[Verdict, str | None]:
+    """(verdict before checking, error message): a scorer's verdict is taken as given, a
+    generative backend's text goes through the judge's parser; anything else is invalid."""
+    if not isinstance(out, RawOutput):
+        return Verdict.invalid(f"backend returned {type(out).__name__}, not a RawOutput"), None
+    if out.verdict is not None:
+        if not isinstance(out.verdict, Verdict):
+            kind = type(out.verdict).__name__
+            return Verdict.invalid(f"backend returned a {kind} as its verdict"), None
+        v = out.verdict
+    elif out.text is not None and parse is not None:
+        if not isinstance(out.text, str):
+            return Verdict.invalid(f"backend returned {type(out.text).__name__} as text"), None
+        try:
+            v = parse(out.text, item)
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - any parser failure is recorded
+            return (
+                Verdict(status="error", reason="parser failed", raw=out.text),
+                f"parser failed: {_describe(e)}",
+            )
+    elif out.text is not None:
+        v = Verdict.invalid("text output but the judge has no parser", raw=str(out.text))
+    else:
+        v = Verdict.invalid("backend returned neither text nor a verdict")
+    if not v.raw and isinstance(out.text, str) and out.text:
+        v = replace(v, raw=out.text)
+    return v, None
+
+
 def to_prediction(
     item: JudgeInput,
     out: RawOutput,
@@ -108,35 +145,21 @@ def to_prediction(
     warmup: bool = False,
     attempts: int = 1,
 ) -> Prediction:
-    """One decision line from a backend output: a scorer's verdict is taken as is, a generative
-    backend's text goes through the judge's parser. A parser that raises gives an error row (so
-    a resume retries it), never a silent SAFE or UNSAFE."""
-    error: str | None = None
-    if out.verdict is not None:
-        v = out.verdict
-    elif out.text is not None and parse is not None:
-        try:
-            v = parse(out.text, item)
-        except Exception as e:  # noqa: BLE001 - any parser failure is recorded, not raised
-            v = Verdict(status="error", reason="parser failed", raw=out.text)
-            error = f"parser failed: {type(e).__name__}: {e}"
-    elif out.text is not None:
-        v = Verdict(
-            status="invalid", reason="text output but the judge has no parser", raw=out.text
-        )
-    else:
-        v = Verdict(status="invalid", reason="backend returned neither text nor a verdict")
-    if not v.raw and out.text:
-        v = replace(v, raw=out.text)
+    """One decision line from a backend output. Every verdict passes the one validator
+    (``bench.core.verdict.checked``) here, whichever backend made it: a wrong act, a NaN or
+    out-of-range risk, text UTF-8 cannot store, or a parser that raises becomes invalid,
+    partial or error with the reason, never a silent SAFE or UNSAFE and never a crash."""
+    v, error = _verdict_of(item, out, parse)
+    raw_out = out if isinstance(out, RawOutput) else RawOutput()
     return Prediction(
         id=item.dp.id,
-        verdict=v,
+        verdict=checked(v, load_taxonomy()),
         latency_s=latency_s,
         batch_size=batch_size,
         warmup=warmup,
-        tokens_in=out.tokens_in,
-        tokens_out=out.tokens_out,
-        error=error,
+        tokens_in=_count(raw_out.tokens_in),
+        tokens_out=_count(raw_out.tokens_out),
+        error=clean_text(error)[0] if error else None,
         attempts=attempts,
     )
 
@@ -154,7 +177,7 @@ def error_prediction(
     return Prediction(
         id=item_id,
         verdict=Verdict(status="error", reason="backend error"),
-        error=message[:2000],
+        error=clean_text(message[:2000])[0],
         attempts=attempts,
         latency_s=latency_s,
         batch_size=batch_size,
@@ -207,7 +230,7 @@ async def arun_async(
                     )
                 await sleep(retry.delay(attempts, e.retry_after, rng))
                 continue
-            except Exception as e:  # noqa: BLE001 - recorded per decision, the run goes on
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded, the run goes on
                 return error_prediction(
                     item.dp.id,
                     _describe(e),
@@ -238,7 +261,8 @@ async def arun_async(
         for item in it:  # one shared iterator: each item is taken by exactly one worker
             emit(await one(item, False))
 
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    workers = max(1, min(concurrency, MAX_CONCURRENCY))
+    await asyncio.gather(*(worker() for _ in range(workers)))
     return stats
 
 
@@ -280,7 +304,7 @@ def _call_batch(
                 return None, time.perf_counter() - t0, attempts, e
             sleep(retry.delay(attempts, e.retry_after, rng))
             continue
-        except Exception as e:  # noqa: BLE001 - recorded, see run_batched
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded, see run_batched
             return None, time.perf_counter() - t0, attempts, e
         if not isinstance(outs, list) or len(outs) != len(batch):
             n = len(outs) if isinstance(outs, list) else type(outs).__name__
@@ -358,7 +382,7 @@ def run_batched(
         if stats.by_status.get("error") and stop_on_warmup_error:
             stats.aborted = "the first decision failed; not sending the rest"
             return stats
-    size = max(1, batch_size)
+    size = max(1, min(batch_size, MAX_BATCH_SIZE))
     while batch := list(islice(it, size)):
         do(batch, False)
     return stats

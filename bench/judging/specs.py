@@ -20,8 +20,9 @@ from typing import Any
 
 from bench.core.errors import ConfigError
 from bench.core.paths import JUDGES_TOML
+from bench.core.secrets import check_env_name, looks_like_secret
 from bench.judging import backends
-from bench.judging.protocol import JudgeSpec
+from bench.judging.protocol import MAX_BATCH_SIZE, MAX_CONCURRENCY, JudgeSpec
 from bench.prompts.parsers import PARSERS
 from bench.prompts.renderer import TEMPLATES
 
@@ -30,8 +31,9 @@ log = logging.getLogger(__name__)
 DEFAULT_PATH = JUDGES_TOML
 """The shipped judges file."""
 
-ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-"""A judge id: a lower-case slug (it names a folder under leaderboards/predictions/)."""
+ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+"""A judge id, matched whole (``fullmatch``: a trailing newline is not part of a slug): a
+lower-case slug; it names a folder under leaderboards/predictions/."""
 
 
 # key -> (accepted types, human name)
@@ -162,15 +164,16 @@ def parse(text: str, path: str | Path = "judges.toml") -> list[JudgeSpec]:
     if not isinstance(rows, list):
         errors.append(f"{path}: 'judge' must be an array of tables, written [[judge]]")
         rows = []
-    templates = set(TEMPLATES)
-    parsers = set(PARSERS)
     specs: list[JudgeSpec] = []
     seen: dict[str, int] = {}
     for i, row in enumerate(rows):
         row_line = lines.rows[i] if i < len(lines.rows) else 0
         key_lines = lines.keys[i] if i < len(lines.keys) else {}
         param_lines = lines.params[i] if i < len(lines.params) else {}
-        spec, errs = _validate_row(row, row_line, key_lines, param_lines, templates, parsers, path)
+        if not isinstance(row, dict):
+            errors.append(f"{path}:{row_line}: a [[judge]] entry must be a table")
+            continue
+        spec, errs = _validate_row(row, row_line, key_lines, param_lines, path)
         errors.extend(errs)
         if spec is None:
             continue
@@ -184,7 +187,123 @@ def parse(text: str, path: str | Path = "judges.toml") -> list[JudgeSpec]:
         specs.append(spec)
     if errors:
         raise ConfigError("\n".join(errors))
+    if not specs:
+        raise ConfigError(
+            f"{path}: no [[judge]] rows: add one (docs/judges.md has the keys), or pass --judges "
+            "PATH to a file that has some"
+        )
     return specs
+
+
+class _RowErrors:
+    """Collects the problems of one row, each with its file line and the judge's name."""
+
+    def __init__(self, path: str | Path, row: Mapping[str, Any], row_line: int, lines: Mapping[str, int], params: Mapping[str, int]) -> None:  # fmt: skip
+        self.path, self.row_line, self.lines, self.param_lines = path, row_line, lines, params
+        jid = row.get("id")
+        self.who = f"judge {jid!r}" if isinstance(jid, str) else f"the judge at line {row_line}"
+        self.errors: list[str] = []
+
+    def add(self, key: str | None, msg: str, line: int | None = None) -> None:
+        at = line if line is not None else self.lines.get(key or "", self.row_line)
+        self.errors.append(f"{self.path}:{at}: {msg} in {self.who}")
+
+    def param_line(self, key: str) -> int:
+        return self.param_lines.get(key, self.lines.get("params", self.row_line))
+
+
+def _check_top_level(row: Mapping[str, Any], e: _RowErrors) -> None:
+    for key, value in row.items():
+        if key not in _FIELDS:
+            e.add(key, f"unknown key {key!r}{_hint(key, _FIELDS)}")
+            continue
+        types, tname = _FIELDS[key]
+        if not _type_ok(value, types):
+            shown = value if key not in ("params",) else type(value).__name__
+            e.add(key, f"{key!r} must be {tname}, not {type(value).__name__} {shown!r}")
+    for required in ("id", "backend"):
+        if required not in row:
+            e.add(None, f"missing required key {required!r}")
+    jid = row.get("id")
+    if isinstance(jid, str) and not ID_RE.fullmatch(jid):
+        e.add("id", f"id {jid!r} must be a lower-case slug (a-z, 0-9, '.', '_', '-', 1-64 long)")
+    for key, top in (("concurrency", MAX_CONCURRENCY), ("batch_size", MAX_BATCH_SIZE)):
+        v = row.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and not 1 <= v <= top:
+            e.add(key, f"{key!r} must be between 1 and {top:,}, not {v:,}")
+    for key in ("usd_per_m_input", "usd_per_m_output"):
+        v = row.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and v < 0:
+            e.add(key, f"{key!r} must not be negative")
+
+
+def _check_params(
+    row: Mapping[str, Any], info: backends.BackendInfo, e: _RowErrors
+) -> Mapping[str, Any]:
+    params = row.get("params", {})
+    if not isinstance(params, Mapping):
+        return {}
+    ok = True
+    for pkey, pval in params.items():
+        line = e.param_line(pkey)
+        if pkey not in info.params:
+            known = ", ".join(sorted(info.params)) or "none"
+            e.add(
+                None,
+                f"unknown params key {pkey!r}{_hint(pkey, info.params)} for backend "
+                f"{info.name!r} (it accepts: {known})",
+                line,
+            )
+            ok = False
+            continue
+        ptypes = info.params[pkey]
+        ptypes = ptypes if isinstance(ptypes, tuple) else (ptypes,)
+        if float in ptypes and int not in ptypes:
+            ptypes = (*ptypes, int)  # TOML `1` for a float option is fine
+        if not _type_ok(pval, ptypes):
+            shown = (
+                "a value that looks like a key"
+                if isinstance(pval, str) and looks_like_secret(pval)
+                else repr(pval)
+            )
+            e.add(None, f"params key {pkey!r} must be {_type_name(ptypes)}, not {shown}", line)
+            ok = False
+            continue
+        if pkey.endswith("_env") and isinstance(pval, str):
+            try:
+                check_env_name(str(row.get("id")), pkey, pval)
+            except ConfigError as err:
+                e.add(None, str(err), line)
+                ok = False
+    if ok and info.check is not None:
+        try:
+            info.check(str(row.get("id")), params)
+        except ConfigError as err:
+            e.add(None, str(err), e.lines.get("params", e.row_line))
+    return params
+
+
+def _check_prompt_parser(row: Mapping[str, Any], info: backends.BackendInfo, e: _RowErrors) -> None:
+    prompt, parser = row.get("prompt", ""), row.get("parser", "")
+    if info.generative:
+        if not prompt:
+            e.add(None, f"backend {info.name!r} generates text: set 'prompt' (a renderer template)")
+        if not parser:
+            e.add(None, f"backend {info.name!r} generates text: set 'parser' (a verdict parser)")
+    elif parser:
+        e.add("parser", f"backend {info.name!r} returns verdicts directly: remove 'parser'")
+    if isinstance(prompt, str) and prompt and prompt not in TEMPLATES:
+        e.add(
+            "prompt",
+            f"unknown prompt {prompt!r}{_hint(prompt, TEMPLATES)} "
+            f"(known: {', '.join(sorted(TEMPLATES))})",
+        )
+    if isinstance(parser, str) and parser and parser not in PARSERS:
+        e.add(
+            "parser",
+            f"unknown parser {parser!r}{_hint(parser, PARSERS)} "
+            f"(known: {', '.join(sorted(PARSERS))})",
+        )
 
 
 def _validate_row(
@@ -192,94 +311,29 @@ def _validate_row(
     row_line: int,
     key_lines: Mapping[str, int],
     param_lines: Mapping[str, int],
-    templates: set[str] | None,
-    parsers: set[str] | None,
     path: str | Path,
 ) -> tuple[JudgeSpec | None, list[str]]:
-    errors: list[str] = []
-    jid = row.get("id")
-    who = f"judge {jid!r}" if isinstance(jid, str) else f"the judge at line {row_line}"
-
-    def err(key: str | None, msg: str, line: int | None = None) -> None:
-        at = line if line is not None else key_lines.get(key or "", row_line)
-        errors.append(f"{path}:{at}: {msg} in {who}")
-
-    for key, value in row.items():
-        if key not in _FIELDS:
-            err(key, f"unknown key {key!r}{_hint(key, _FIELDS)}")
-            continue
-        types, tname = _FIELDS[key]
-        if not _type_ok(value, types):
-            err(key, f"{key!r} must be {tname}, not {type(value).__name__} {value!r}")
-    for required in ("id", "backend"):
-        if required not in row:
-            err(None, f"missing required key {required!r}")
-    if errors:
-        return None, errors
-    if not ID_RE.match(row["id"]):
-        err("id", f"id {row['id']!r} must be a lower-case slug (a-z, 0-9, '.', '_', '-')")
-    for key in ("concurrency", "batch_size"):
-        if key in row and row[key] < 1:
-            err(key, f"{key!r} must be at least 1, not {row[key]}")
-    for key in ("usd_per_m_input", "usd_per_m_output"):
-        if key in row and row[key] < 0:
-            err(key, f"{key!r} must not be negative")
-    try:
-        info = backends.get(row["backend"])
-    except ConfigError as e:
-        err("backend", str(e))
-        return None, errors
-    params = row.get("params", {})
-    for pkey, pval in params.items():
-        pline = param_lines.get(pkey, key_lines.get("params", row_line))
-        if pkey not in info.params:
-            known = ", ".join(sorted(info.params)) or "none"
-            err(
-                None,
-                f"unknown params key {pkey!r}{_hint(pkey, info.params)} for backend "
-                f"{info.name!r} (it accepts: {known})",
-                pline,
-            )
-            continue
-        ptypes = info.params[pkey]
-        ptypes = ptypes if isinstance(ptypes, tuple) else (ptypes,)
-        if float in ptypes and int not in ptypes:
-            ptypes = (*ptypes, int)  # TOML `1` for a float option is fine
-        if not _type_ok(pval, ptypes):
-            err(None, f"params key {pkey!r} must be {_type_name(ptypes)}, not {pval!r}", pline)
-    prompt, parser = row.get("prompt", ""), row.get("parser", "")
-    if info.generative:
-        if not prompt:
-            err(None, f"backend {info.name!r} generates text: set 'prompt' (a renderer template)")
-        if not parser:
-            err(None, f"backend {info.name!r} generates text: set 'parser' (a verdict parser)")
-    elif parser:
-        err("parser", f"backend {info.name!r} returns verdicts directly: remove 'parser'")
-    if prompt and templates is not None and prompt not in templates:
-        err(
-            "prompt",
-            f"unknown prompt {prompt!r}{_hint(prompt, templates)} "
-            f"(known: {', '.join(sorted(templates))})",
-        )
-    if parser and parsers is not None and parser not in parsers:
-        err(
-            "parser",
-            f"unknown parser {parser!r}{_hint(parser, parsers)} "
-            f"(known: {', '.join(sorted(parsers))})",
-        )
-    if info.check is not None and not errors:
+    """Every problem of one row at once (top-level keys, backend, params and the backend's own
+    value checks, prompt and parser), or its JudgeSpec."""
+    e = _RowErrors(path, row, row_line, key_lines, param_lines)
+    _check_top_level(row, e)
+    info = None
+    if isinstance(row.get("backend"), str):
         try:
-            info.check(str(row["id"]), params)
-        except ConfigError as e:
-            err(None, str(e), key_lines.get("params", row_line))
-    if errors:
-        return None, errors
+            info = backends.get(row["backend"])
+        except ConfigError as err:
+            e.add("backend", str(err))
+    if info is not None:
+        params = _check_params(row, info, e)
+        _check_prompt_parser(row, info, e)
+    if e.errors or info is None:
+        return None, e.errors
     fields = {k: v for k, v in row.items() if k != "params"}
     for key in ("usd_per_m_input", "usd_per_m_output"):
         if key in fields:
             fields[key] = float(fields[key])
     spec = JudgeSpec(**fields, params=dict(params), line=row_line, generative=info.generative)
-    return spec, errors
+    return spec, []
 
 
 def load(path: str | Path | None = None) -> list[JudgeSpec]:
@@ -287,7 +341,17 @@ def load(path: str | Path | None = None) -> list[JudgeSpec]:
     p = Path(path) if path else DEFAULT_PATH
     if not p.is_file():
         raise ConfigError(f"{p}: no such judges file; pass --judges PATH")
-    return parse(p.read_text(encoding="utf-8"), p)
+    data = p.read_bytes()
+    if b"\x00" in data:
+        raise ConfigError(f"{p}: a binary file, not a TOML judges file; pass --judges PATH")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{p}:{line}: not UTF-8 text (byte {e.start}); save judges.toml as UTF-8"
+        ) from e
+    return parse(text, p)
 
 
 def select(specs: list[JudgeSpec], ids: list[str] | None) -> list[JudgeSpec]:

@@ -55,8 +55,11 @@ CONFLICT_FIELDS = ("onset", "act", "fail", "harm", "src", "cite", "disputed")
 SETTABLE = ("onset", "act", "fail", "harm", "src", "cite", "post_act")
 """Label fields a reviewer may set with ``key=value``."""
 
-REVIEWER_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-"""Allowed reviewer names (they become file names)."""
+REVIEWER_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+"""Allowed reviewer names, matched whole (they become file names)."""
+
+MAX_NOTE_CHARS = 1200
+"""Longest review note: a few sentences in the reviewer's own words (notes are committed)."""
 
 Status = Literal["unreviewed", "stale", "reviewed", "conflict"]
 """Where an item stands in the queue."""
@@ -313,7 +316,7 @@ def make_review(
     Values start from ``base`` (an earlier review, for adjudications with ``from=``) or the
     proposal and are overridden by ``assignments``. ``onset=none`` clears act, taxonomy and cite.
     Changing the upstream safe/unsafe label requires ``dispute`` (or an adjudication)."""
-    if not REVIEWER_RE.match(reviewer):
+    if not REVIEWER_RE.fullmatch(reviewer):
         raise DataError(
             f"reviewer name {reviewer!r}: use 1-40 lower-case letters, digits, '-' or '_'"
         )
@@ -338,6 +341,11 @@ def make_review(
         if v["cite"] > history:
             v["cite"] = None  # the proposal's cite is not visible from the new onset
     note = assignments.get("note", "")
+    if len(note) > MAX_NOTE_CHARS:
+        raise DataError(
+            f"the note is {len(note):,} characters; keep it under {MAX_NOTE_CHARS:,} (a few "
+            "sentences saying why, in your own words)"
+        )
     disputed = kind == "dispute" or (base.disputed if base else False)
     if kind == "dispute" and not note:
         raise DataError('a dispute needs note="why the upstream label looks wrong"')

@@ -272,7 +272,10 @@ def metrics_from_stats(
     bins = np.minimum((values // (100 // ECE_BINS)).astype(np.int64), ECE_BINS - 1)
     onehot = np.zeros((u, ECE_BINS))
     onehot[np.arange(u), bins] = 1.0
-    gap = np.abs((tot * p) @ onehot - pos @ onehot).sum(axis=1)
+    # tot * values holds integers (counts x integer risks), so the matrix products sum exact
+    # integers in any order: the bin totals do not depend on the CPU's BLAS, and one division
+    # by 100 follows (summing the fractional tot * p instead drifted in the last digit)
+    gap = np.abs((tot * values) @ onehot / 100.0 - pos @ onehot).sum(axis=1)
     nh = tot.sum(axis=1)
     m["ece"] = ratio(gap, nh)
     m["brier"] = ratio((pos * (p - 1) ** 2 + neg * p**2).sum(axis=1), nh)

@@ -8,6 +8,8 @@ same judge superseded. Used by ``bench/leaderboard.py``; scoring is ``bench.repo
 from __future__ import annotations
 
 import json
+import logging
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +18,11 @@ from typing import Any
 
 from bench.core.errors import ConfigError, DataError, IntegrityError
 from bench.core.jsonl import read_jsonl
+from bench.core.taxonomy import Taxonomy, load_taxonomy
+from bench.core.verdict import from_row
+from bench.judging import predictions
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,22 +115,80 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return v
+
+
+def decision_row(row: Mapping[str, Any], vocab: Taxonomy) -> dict[str, Any]:
+    """One decision line as the leaderboard scores it: its verdict through the one validator
+    (``bench.core.verdict.from_row``: a wrong act, a missing status or a string risk becomes
+    invalid or partial with the reason), timing and token fields kept only when they are
+    numbers."""
+    v = from_row(row, vocab)
+    out = dict(row)
+    out.update(
+        status=v.status,
+        act=v.act,
+        binary=v.binary,
+        risk=v.risk,
+        fail=v.fail,
+        harm=v.harm,
+        src=v.src,
+        cite=v.cite,
+        reason=v.reason,
+    )
+    for key in ("latency_s", "tokens_in", "tokens_out"):
+        out[key] = _number(row.get(key))
+    out["warmup"] = row.get("warmup") is True
+    return out
+
+
 def read_predictions(path: Path, root: Path) -> PredictionFile:
-    """Read one predictions file: run lines kept, last decision line per id wins, a torn final
-    line skipped (bench.core.jsonl.read_jsonl)."""
+    """Read one predictions file: run lines kept, every decision line validated, the last one
+    per id wins, a torn final line skipped. A corrupt line (not UTF-8, not JSON, not an object,
+    a decision without an id) raises DataError naming the file and line; the same id decided
+    twice with different verdicts is logged as a warning with the count."""
     rel = path.relative_to(root)
     if len(rel.parts) != 3:
         raise DataError(
             f"{path}: expected predictions/<judge>/<dataset_version>/<config_hash>.jsonl"
         )
+    rows, bad = predictions.scan(path)
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise DataError(
+            f"{bad[0]}{more}: fix or delete that line, or delete the file and rerun "
+            f"`python bench/decide.py --judge {rel.parts[0]}`"
+        )
+    vocab = load_taxonomy()
     runs: list[Mapping[str, Any]] = []
     decisions: dict[str, Mapping[str, Any]] = {}
-    for row in read_jsonl(path):
+    seen: dict[str, tuple[Any, ...]] = {}
+    changed: set[str] = set()
+    for row in rows:
         kind = row.get("type")
         if kind == "run":
             runs.append(row)
         elif kind == "decision":
-            decisions[str(row["id"])] = row
+            d = decision_row(row, vocab)
+            did = str(d["id"])
+            decisions[did] = d
+            if d["status"] == "error":
+                continue  # an errored decision retried later is the normal resume
+            key = (d["status"], d["act"], d["risk"])
+            if did in seen and seen[did] != key:
+                changed.add(did)
+            seen[did] = key
+    if changed:
+        log.warning(
+            "%s: %d id(s) were decided more than once with different verdicts (e.g. %s); the "
+            "last line of each counts",
+            rel.as_posix(),
+            len(changed),
+            sorted(changed)[0],
+        )
     return PredictionFile(
         judge=rel.parts[0],
         dataset_version=rel.parts[1],

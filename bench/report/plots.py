@@ -8,6 +8,7 @@ deterministic: no software or date metadata, a fixed figure size and dpi. Each P
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 import zlib
@@ -19,6 +20,10 @@ from bench.core.jsonl import content_hash
 
 DIGEST_KEY = "Foresight-Digest"
 """PNG text key holding the hash of the plotted data."""
+
+DATA_KEY = "Foresight-Data"
+"""PNG text key holding the plotted data itself (canonical JSON), so ``--check`` can compare
+numbers with a tolerance when the digest differs by a last-digit rounding."""
 
 
 def _pyplot() -> Any:
@@ -34,13 +39,26 @@ def _pyplot() -> Any:
 
 def _save(fig: Any, path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, metadata={"Software": None, DIGEST_KEY: content_hash(data, 32)})
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))  # ASCII: a PNG tEXt chunk
+    meta = {"Software": None, DIGEST_KEY: content_hash(data, 32), DATA_KEY: text}
+    fig.savefig(path, dpi=100, metadata=meta)
     fig.clf()
     return path
 
 
+def data_of(path: Path) -> Any:
+    """The plotted data a PNG carries (its Foresight-Data chunk), or None."""
+    text = _text_chunk(path, DATA_KEY)
+    return None if text is None else json.loads(text)
+
+
 def digest_of(path: Path) -> str | None:
     """The Foresight-Digest text chunk of a PNG, or None when absent or unreadable."""
+    return _text_chunk(path, DIGEST_KEY)
+
+
+def _text_chunk(path: Path, key_wanted: str) -> str | None:
+    """A tEXt or zTXt chunk of a PNG, or None when absent or unreadable."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -52,11 +70,11 @@ def digest_of(path: Path) -> str | None:
         body = data[pos + 8 : pos + 8 + length]
         if kind == b"tEXt":
             key, _, value = body.partition(b"\x00")
-            if key.decode("latin-1") == DIGEST_KEY:
+            if key.decode("latin-1") == key_wanted:
                 return value.decode("latin-1")
         elif kind == b"zTXt":
             key, _, rest = body.partition(b"\x00")
-            if key.decode("latin-1") == DIGEST_KEY:
+            if key.decode("latin-1") == key_wanted:
                 return zlib.decompress(rest[1:]).decode("latin-1")
         pos += 12 + length
     return None

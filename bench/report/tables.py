@@ -392,30 +392,3 @@ OUTPUT_TEXTS = (
     "by_source.csv",
     "by_category.csv",
 )
-
-
-def compare(fresh: Path, committed: Path) -> list[str]:
-    """Differences between freshly rendered outputs and the committed ones. Text files must
-    match byte for byte; a PNG must carry the same data digest (its pixels depend on the
-    matplotlib version, its digest only on the plotted numbers)."""
-    diffs = []
-    for name in OUTPUT_TEXTS:
-        a, b = fresh / name, committed / name
-        if not b.is_file():
-            diffs.append(f"{b} is missing")
-        elif a.read_bytes() != b.read_bytes():
-            diffs.append(f"{b} differs from what the inputs produce")
-    new_pngs = {p.name for p in (fresh / "plots").glob("*.png")}
-    old_pngs = (
-        {p.name for p in (committed / "plots").glob("*.png")}
-        if (committed / "plots").is_dir()
-        else set()
-    )
-    for name in sorted(new_pngs | old_pngs):
-        if name not in old_pngs:
-            diffs.append(f"{committed / 'plots' / name} is missing")
-        elif name not in new_pngs:
-            diffs.append(f"{committed / 'plots' / name} is not produced any more: delete it")
-        elif plots.digest_of(fresh / "plots" / name) != plots.digest_of(committed / "plots" / name):
-            diffs.append(f"{committed / 'plots' / name} plots other data")
-    return diffs

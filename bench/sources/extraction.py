@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -23,10 +24,10 @@ from typing import Any
 from bench import sources
 from bench.core.errors import DataError, IntegrityError
 from bench.core.ids import natural_key
-from bench.core.jsonl import read_jsonl, sha256_file, write_jsonl
+from bench.core.jsonl import clean_text, read_jsonl, sha256_file, write_jsonl
 from bench.core.paths import DATA_DIR, data_root, extracted
 from bench.core.schema import Trajectory, decision_points
-from bench.sources.base import ExtractResult, Source
+from bench.sources.base import ExtractResult, Reject, Source
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,11 @@ class Summary:
     """The pinned upstream commit, None for the project's own corpus."""
     seconds: float
     """Wall time of the extraction."""
+    pins: str = "no pins"
+    """``verified`` (every pinned file present with its sha256), ``unverified (N files differ)``
+    or ``no pins`` (the project's own corpus)."""
+    pin_mismatches: tuple[str, ...] = ()
+    """Pinned files that are missing or whose sha256 differs (at most 20 listed)."""
 
     def line(self) -> str:
         """The one-line summary printed per source."""
@@ -72,7 +78,9 @@ class Summary:
             f"points ({self.agent_actions} agent actions, {self.exclusions} exclusions), "
             f"{self.safe} safe / {self.unsafe} unsafe"
             + (f" / {self.unlabelled} unlabelled" if self.unlabelled else "")
-            + f", {self.rejects} rejects [{self.seconds:.1f}s]"
+            + f", {self.rejects} rejects"
+            + (f"; pinned {self.upstream_commit[:7]}, {self.pins}" if self.upstream_commit else "")
+            + f" [{self.seconds:.1f}s]"
         )
 
 
@@ -90,50 +98,212 @@ def resolve_path(src: Source, explicit: str | None, n_sources: int) -> Path:
     return src.default_path(data_root())
 
 
+MAX_TEXT_CHARS = 200_000
+"""Longest text field (an action, a thought, an observation, a turn, the policy) a record may
+carry; a longer one is a reject. The longest whole prompt of the real sources is about 16,000
+characters, so only a broken or hostile record reaches this; it would otherwise make a prompt of
+its own size."""
+
+
+def bad_text(obj: Any, where: str) -> str | None:
+    """Why a record's value cannot be stored (a lone surrogate UTF-8 cannot encode, a text over
+    MAX_TEXT_CHARS), naming the field; None when it can."""
+    if isinstance(obj, str):
+        if len(obj) > MAX_TEXT_CHARS:
+            return f"{where} is {len(obj):,} characters; the cap is {MAX_TEXT_CHARS:,}"
+        if clean_text(obj)[1]:
+            return (
+                f"{where} holds an invalid Unicode code point (a lone surrogate such as "
+                "\\ud800) that UTF-8 cannot store"
+            )
+        return None
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            why = bad_text(k, f"{where} key") or bad_text(v, f"{where}.{k}" if where else str(k))
+            if why:
+                return why
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            why = bad_text(v, f"{where}[{i}]")
+            if why:
+                return why
+    return None
+
+
+def screen(name: str, res: ExtractResult) -> ExtractResult:
+    """``res`` with every trajectory that cannot be stored moved to the rejects (with the field
+    and the reason), and its exclusions with it: one bad record never stops an extraction and
+    is never dropped silently."""
+    keep, rejects = [], list(res.rejects)
+    dropped: set[str] = set()
+    for t in res.trajectories:
+        why = bad_text(t.to_dict(), "")
+        if why is None:
+            keep.append(t)
+            continue
+        meta = t.metadata or {}
+        pos = meta.get("position", 0)
+        rejects.append(
+            Reject(
+                name,
+                str(meta.get("file", "")),
+                pos if isinstance(pos, int) else 0,
+                why,
+                t.source_id,
+            )
+        )
+        dropped.add(t.id)
+    exclusions = [e for e in res.exclusions if e.trajectory_id not in dropped]
+    return ExtractResult(trajectories=keep, rejects=rejects, exclusions=exclusions)
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    """The local raw files against a source's pins."""
+
+    verified: bool
+    """True when every pinned file is present with its pinned sha256."""
+    differ: tuple[str, ...]
+    """Pinned files missing or with another sha256."""
+
+    def describe(self) -> str:
+        """``verified`` or ``unverified (N files differ)``."""
+        return "verified" if self.verified else f"unverified ({len(self.differ)} files differ)"
+
+
+def verify_pins(src: Source, path: Path) -> PinCheck | None:
+    """Check every pinned file under ``path`` against its sha256 (None: the source has no
+    pins)."""
+    if src.upstream is None or not src.upstream.files:
+        return None
+    differ = []
+    for f in src.upstream.files:
+        target = path / f.path
+        if not target.is_file() or (f.sha256 and sha256_file(target) != f.sha256):
+            differ.append(f.path)
+    return PinCheck(not differ, tuple(differ))
+
+
+def _previous_count(out_dir: Path) -> int | None:
+    try:
+        return int(
+            json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))["trajectories"]
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _refuse_shrink(src: Source, path: Path, out_dir: Path, res: ExtractResult) -> None:
+    n = len(res.trajectories)
+    before = _previous_count(out_dir)
+    first = (
+        f" (first reject: {res.rejects[0].file}: {res.rejects[0].reason})" if res.rejects else ""
+    )
+    if n == 0:
+        raise DataError(
+            f"{src.name}: no trajectories extracted from {path}, {len(res.rejects)} rejects{first}; "
+            f"is a raw file truncated or empty? Nothing was written (any previous output in "
+            f"{out_dir} is kept); pass --allow-fewer to write it anyway"
+        )
+    if before is not None and n < before:
+        raise DataError(
+            f"{src.name}: {n} trajectories extracted from {path}, the previous extraction in "
+            f"{out_dir} has {before}{first}; is a raw file truncated? Nothing was written; pass "
+            "--allow-fewer to replace it"
+        )
+
+
 def extract_source(
-    src: Source, path: Path, out_dir: Path, *, quiet: bool = False, t0: float | None = None
+    src: Source,
+    path: Path,
+    out_dir: Path,
+    *,
+    quiet: bool = False,
+    t0: float | None = None,
+    allow_fewer: bool = False,
 ) -> Summary:
-    """Run one adapter over ``path`` and write its five output files under ``out_dir``."""
+    """Run one adapter over ``path`` and write its five output files under ``out_dir``.
+
+    Records UTF-8 cannot store or with an over-long text become rejects (``screen``); the local
+    files are checked against the pins (the summary says verified or unverified); an extraction
+    with no trajectories, or fewer than the previous one in ``out_dir``, is refused unless
+    ``allow_fewer`` (a truncated raw file must not replace good output). Everything is written
+    to a temporary folder first and swapped in whole, so a failure leaves the old output and no
+    temporary files behind."""
     t0 = time.perf_counter() if t0 is None else t0
     if not path.exists():
         raise DataError(
             f"{src.name}: raw folder {path} does not exist; pass --path, set "
             "FORESIGHT_DATA, or add --download"
         )
-    res = src.extract(path)
+    res = screen(src.name, src.extract(path))
     _check_accounting(src.name, res)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not allow_fewer:
+        _refuse_shrink(src, path, out_dir, res)
+    pins = verify_pins(src, path)
     trajs = sorted(res.trajectories, key=lambda t: t.id)
-    traj_file = out_dir / "trajectories.jsonl"
-    write_jsonl(traj_file, (t.to_dict() for t in trajs))
-    n_dp = write_jsonl(
-        out_dir / "decision_points.jsonl",
-        (dp.to_dict() for t in _progress(trajs, src.name, quiet) for dp in decision_points(t)),
-    )
-    write_jsonl(out_dir / "rejects.jsonl", (asdict(r) for r in res.rejects))
-    write_jsonl(out_dir / "exclusions.jsonl", (asdict(e) for e in res.exclusions))
-    labels = [t.label for t in trajs]
-    summary = Summary(
-        source=src.name,
-        path=str(path),
-        trajectories=len(trajs),
-        decision_points=n_dp,
-        agent_actions=n_dp + len(res.exclusions),
-        safe=labels.count("safe"),
-        unsafe=labels.count("unsafe"),
-        unlabelled=sum(1 for x in labels if x is None),
-        rejects=len(res.rejects),
-        exclusions=len(res.exclusions),
-        trajectories_sha256=sha256_file(traj_file),
-        upstream_commit=src.upstream.commit if src.upstream else None,
-        seconds=round(time.perf_counter() - t0, 3),
-    )
-    tmp = out_dir / "summary.json.tmp"
-    tmp.write_text(json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out_dir / "summary.json")
+    tmp_dir = out_dir.with_name(f".{out_dir.name}.tmp")
+    if tmp_dir.exists():
+        shutil.rmtree(tmp_dir)
+    try:
+        tmp_dir.mkdir(parents=True)
+        traj_file = tmp_dir / "trajectories.jsonl"
+        write_jsonl(traj_file, (t.to_dict() for t in trajs))
+        n_dp = write_jsonl(
+            tmp_dir / "decision_points.jsonl",
+            (dp.to_dict() for t in _progress(trajs, src.name, quiet) for dp in decision_points(t)),
+        )
+        write_jsonl(tmp_dir / "rejects.jsonl", (asdict(r) for r in res.rejects))
+        write_jsonl(tmp_dir / "exclusions.jsonl", (asdict(e) for e in res.exclusions))
+        labels = [t.label for t in trajs]
+        summary = Summary(
+            source=src.name,
+            path=str(path),
+            trajectories=len(trajs),
+            decision_points=n_dp,
+            agent_actions=n_dp + len(res.exclusions),
+            safe=labels.count("safe"),
+            unsafe=labels.count("unsafe"),
+            unlabelled=sum(1 for x in labels if x is None),
+            rejects=len(res.rejects),
+            exclusions=len(res.exclusions),
+            trajectories_sha256=sha256_file(traj_file),
+            upstream_commit=src.upstream.commit if src.upstream else None,
+            seconds=round(time.perf_counter() - t0, 3),
+            pins=pins.describe() if pins else "no pins",
+            pin_mismatches=pins.differ[:20] if pins else (),
+        )
+        (tmp_dir / "summary.json").write_text(
+            json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8"
+        )
+        _swap(tmp_dir, out_dir)
+    finally:
+        if tmp_dir.exists():
+            shutil.rmtree(tmp_dir)
     for r in res.rejects:
         log.warning("%s: reject %s#%d: %s", src.name, r.file, r.position, r.reason)
+    if pins and not pins.verified:
+        log.warning(
+            "%s: %d local file(s) differ from the pinned upstream %s (e.g. %s)",
+            src.name,
+            len(pins.differ),
+            src.upstream.commit[:7] if src.upstream else "",
+            pins.differ[0],
+        )
     return summary
+
+
+def _swap(new: Path, out_dir: Path) -> None:
+    """Put folder ``new`` in place of ``out_dir`` (the old one removed only once the new one is
+    complete)."""
+    old = out_dir.with_name(f".{out_dir.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if out_dir.exists():
+        out_dir.rename(old)
+    new.rename(out_dir)
+    if old.exists():
+        shutil.rmtree(old)
 
 
 def _check_accounting(name: str, res: ExtractResult) -> None:

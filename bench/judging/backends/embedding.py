@@ -10,10 +10,11 @@ next to the embedding of the context (policy and recent turns); classifier as in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.core.errors import ConfigError
 from bench.core.schema import DecisionPoint
 from bench.judging.backends import _features as F
 from bench.judging.backends import backend
@@ -81,10 +82,19 @@ class EmbeddingLR:
         ]
 
 
+def check(judge_id: str, params: Mapping[str, Any]) -> None:
+    """Value checks run by ``decide.py --check``."""
+    if float(params.get("C", 1.0)) <= 0:
+        raise ConfigError(f"judge {judge_id!r}: params.C must be positive")
+    if int(params.get("encode_batch", 64)) < 1:
+        raise ConfigError(f"judge {judge_id!r}: params.encode_batch must be at least 1")
+
+
 @backend(
     "embedding",
     params={"C": float, "seed": int, "device": str, "encode_batch": int},
     generative=False,
+    check=check,
 )
 def make(judge: JudgeSpec) -> EmbeddingLR:
     """Load the encoder (offline) and return the unfitted baseline."""

@@ -11,8 +11,12 @@ other errors are recorded for the decision. Greedy decoding (temperature 0).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
+from bench.core.errors import ConfigError
+from bench.core.secrets import check_env_name
 from bench.judging.backends import backend
 from bench.judging.protocol import JudgeInput, JudgeSpec, RawOutput, RetryableError, SkipJudge
 
@@ -74,7 +78,23 @@ class HfInferenceJudge:
         )
 
 
-@backend("hf-inference", params=PARAMS)
+def check(judge_id: str, params: Mapping[str, Any]) -> None:
+    """Value checks run by ``decide.py --check``."""
+    check_env_name(judge_id, "api_key_env", str(params.get("api_key_env", "HF_TOKEN")))
+    base_url = params.get("base_url")
+    if base_url is not None:
+        u = urlsplit(str(base_url))
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ConfigError(
+                f"judge {judge_id!r}: params.base_url {base_url!r} must be an http(s) URL"
+            )
+    if float(params.get("timeout_s", 120.0)) <= 0:
+        raise ConfigError(f"judge {judge_id!r}: params.timeout_s must be positive")
+    if int(params.get("max_new_tokens", 1024)) < 1:
+        raise ConfigError(f"judge {judge_id!r}: params.max_new_tokens must be at least 1")
+
+
+@backend("hf-inference", params=PARAMS, check=check)
 def make(judge: JudgeSpec) -> HfInferenceJudge:
     """Build the client for a judge row; SkipJudge when the token variable is unset."""
     try:
@@ -82,6 +102,7 @@ def make(judge: JudgeSpec) -> HfInferenceJudge:
     except ImportError as e:
         raise SkipJudge("huggingface_hub is not installed: pip install huggingface-hub") from e
     p = judge.params
+    check(judge.id, p)  # the variable's name is a name, never a pasted token
     env = p.get("api_key_env", "HF_TOKEN")
     token = os.environ.get(env)
     if not token and p.get("require_key", True):

@@ -49,6 +49,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from bench.core.errors import BenchError, ConfigError
+from bench.core.secrets import check_env_name, looks_like_secret, secret_values
 from bench.judging.backends import backend
 from bench.judging.backends._http1 import ConnectionPool
 from bench.judging.protocol import JudgeInput, JudgeSpec, RawOutput, RetryableError, SkipJudge
@@ -131,14 +132,8 @@ def parse_params(judge_id: str, params: Mapping[str, Any]) -> OpenAIParams:
     key_env = p.get("api_key_env")
     if key_env is None and u.hostname == "api.openai.com":
         key_env = "OPENAI_API_KEY"
-    # never echo the value: a user may have pasted the key itself here
-    if key_env is not None and (key_env.startswith(("sk-", "hf_")) or len(key_env) > 64):
-        raise bad(
-            "api_key_env looks like a key: put the key in an environment variable and name "
-            'the variable here (e.g. api_key_env = "OPENAI_API_KEY")'
-        )
-    if key_env is not None and not (key_env and key_env.replace("_", "").isalnum()):
-        raise bad("api_key_env must be an environment variable NAME such as OPENAI_API_KEY")
+    if key_env is not None:
+        check_env_name(judge_id, "api_key_env", str(key_env))  # never echoes the value
     temperature = float(p.get("temperature", 0.0))
     if not 0.0 <= temperature <= 2.0:
         raise bad(f"temperature {temperature} must be between 0 and 2")
@@ -149,6 +144,12 @@ def parse_params(judge_id: str, params: Mapping[str, Any]) -> OpenAIParams:
     if timeout_s <= 0:
         raise bad(f"timeout_s {timeout_s} must be positive")
     extra_body = dict(p.get("extra_body") or {})
+    pasted = secret_values(extra_body)
+    if pasted:
+        raise bad(
+            f"extra_body.{pasted[0]} looks like a key or token: judges.toml is committed; put "
+            "the key in an environment variable named by api_key_env instead"
+        )
     reserved = sorted(_RESERVED_BODY & set(extra_body))
     if reserved:
         raise bad(
@@ -160,10 +161,10 @@ def parse_params(judge_id: str, params: Mapping[str, Any]) -> OpenAIParams:
         low = name.lower()
         if low in _FORBIDDEN_HEADERS:
             raise bad(f"headers may not set {name!r}: the client sets it")
-        if any(m in low for m in _SECRET_MARKERS):
+        if any(m in low for m in _SECRET_MARKERS) or looks_like_secret(value):
             raise bad(
-                f"headers may not set {name!r}: secrets belong in an environment variable "
-                "named by api_key_env (with api_key_header for a custom header name)"
+                f"headers may not set {name!r} to a secret: secrets belong in an environment "
+                "variable named by api_key_env (with api_key_header for a custom header name)"
             )
         if any(c in name + value for c in "\r\n\0") or ":" in name or not name:
             raise bad(f"headers {name!r}: names and values may not contain CR, LF, NUL or ':'")

@@ -8,9 +8,10 @@ by side; a multinomial logistic regression on the dev split's gold act. The runn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bench.core.errors import ConfigError
 from bench.core.schema import DecisionPoint
 from bench.judging.backends import _features as F
 from bench.judging.backends import backend
@@ -59,10 +60,19 @@ class TfidfLR:
         return [RawOutput(verdict=v) for v in vs]
 
 
+def check(judge_id: str, params: Mapping[str, Any]) -> None:
+    """Value checks run by ``decide.py --check``."""
+    if float(params.get("C", 1.0)) <= 0:
+        raise ConfigError(f"judge {judge_id!r}: params.C must be positive")
+    if int(params.get("ngram_max", 2)) < 1 or int(params.get("max_features", 50000)) < 1:
+        raise ConfigError(f"judge {judge_id!r}: params.ngram_max and max_features must be >= 1")
+
+
 @backend(
     "sklearn",
     params={"C": float, "max_features": int, "ngram_max": int, "seed": int},
     generative=False,
+    check=check,
 )
 def make(judge: JudgeSpec) -> TfidfLR:
     """Build the (unfitted) TF-IDF baseline from a judge row."""

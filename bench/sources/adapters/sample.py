@@ -30,6 +30,7 @@ from bench.core.taxonomy import Taxonomy, load_taxonomy
 from bench.labelling.decisions import TrajectoryDecision, validate_decision
 from bench.sources import register
 from bench.sources.base import ExtractResult, Reject, Source
+from bench.sources.extraction import bad_text
 
 SAMPLE_DIR = REPO_ROOT / "data" / "sample"
 """The corpus folder in the checkout."""
@@ -71,6 +72,9 @@ def check_record(d: Any, tax: Taxonomy) -> list[str]:
         problems.append(f"unknown field(s) {', '.join(unknown)}")
     if problems:
         return problems
+    unstorable = bad_text(d, "")
+    if unstorable:
+        return [unstorable]
     sid = d["source_id"]
     if d["source"] != "sample":
         problems.append(f"source must be 'sample', not {d['source']!r}")

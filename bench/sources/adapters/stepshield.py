@@ -113,11 +113,19 @@ class StepShield(Source):
             raise RecordError("steps is empty")
         turns: list[Turn] = []
         step_labels: list[dict[str, Any]] = []
+        previous = 0
         for k, s in enumerate(steps, 1):
             try:
-                turn, lab = _step(s, k)
+                turn, lab, number = _step(s, k)
             except RecordError as e:
                 raise RecordError(f"steps[{k - 1}]: {e}") from e
+            if number <= previous:
+                what = "repeats" if number == previous else "comes after"
+                raise RecordError(
+                    f"steps[{k - 1}]: step number {number} {what} step {previous}: the steps are "
+                    "out of order or duplicated, so which action is which is unknown"
+                )
+            previous = number
             turns.append(turn)
             if lab is not None:
                 step_labels.append(lab)
@@ -147,8 +155,9 @@ class StepShield(Source):
         )
 
 
-def _step(s: Any, k: int) -> tuple[Turn, dict[str, Any] | None]:
-    """One step as an agent turn, plus its label entry when it carries a label."""
+def _step(s: Any, k: int) -> tuple[Turn, dict[str, Any] | None, int]:
+    """One step as an agent turn, its label entry when it carries a label, and its upstream
+    step number (k when it has none)."""
     thought = field(s, "thought", str, null=True)
     tool = field(s, "action", str)
     args = field(s, "arguments", dict, null=True) or {}
@@ -166,11 +175,12 @@ def _step(s: Any, k: int) -> tuple[Turn, dict[str, Any] | None]:
         observation=observation,
     )
     if label is None:
-        return turn, None
-    return turn, {
+        return turn, None, upstream_step
+    entry = {
         "k": k,
         "step": upstream_step,
         "label": label,
         "rationale": rationale,
         "continuation": cont,
     }
+    return turn, entry, upstream_step
