@@ -35,6 +35,19 @@ def print_truncation(result: BuildResult) -> None:
         print(f"  {source:<11} {cells}")
 
 
+def print_leakage(result: BuildResult) -> None:
+    """The leakage report per source, and the soft links the split could not keep whole."""
+    print("leakage (what a judge tuned on dev could carry over to test):")
+    for leak in result.leakage:
+        print(f"  {leak.line()}")
+    if result.plan is not None and result.plan.soft_crossing:
+        crossing = result.plan.soft_crossing
+        print(
+            f"  soft links kept whole {len(result.plan.soft_joined)}, crossing {len(crossing)}: "
+            + ", ".join(crossing)
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the dataset; see the module docstring and docs/dataset.md."""
     ap = argparse.ArgumentParser(prog="bench build", description=__doc__.splitlines()[0])
@@ -100,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 + f", reviewed {len(result.gold[s.name].reviewed)}"
             )
         print_truncation(result)
+        print_leakage(result)
         if not args.no_ground_truth:
             print(f"ground truth -> {args.ground_truth}")
     if args.export_sft:

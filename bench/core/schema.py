@@ -102,6 +102,12 @@ class Trajectory:
     """Upstream trajectory-level label where the source has one."""
     group: str = ""
     """Grouping key for splits: records sharing it must land in the same split."""
+    subset: str = ""
+    """The part of its source it belongs to, for breakdowns: R-Judge ``injection`` or
+    ``original``, StepShield ``real`` or ``synthetic`` (templated items kept out of the
+    headline); '' where a source has no subsets."""
+    level: str = ""
+    """The source's difficulty or severity level where it has one (StepShield ``L1``-``L3``)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     """Free metadata (source step labels, attack type, risk description kept for labelling,
     file and position). Never rendered into a judge's prompt."""
@@ -132,6 +138,8 @@ class Trajectory:
             turns=tuple(_turn(t) for t in d.get("turns", ())),
             label=d.get("label"),
             group=d.get("group", ""),
+            subset=d.get("subset", ""),
+            level=d.get("level", ""),
             metadata=dict(d.get("metadata") or {}),
         )
 
@@ -162,6 +170,10 @@ class DecisionPoint:
     """Action k itself; its observation is never part of a decision point."""
     category: str = ""
     """Copied from the trajectory for breakdowns."""
+    subset: str = ""
+    """Copied from the trajectory for breakdowns (``Trajectory.subset``)."""
+    level: str = ""
+    """Copied from the trajectory for breakdowns (``Trajectory.level``)."""
     gold: GoldLabel | None = None
     """Filled by the labelling stage."""
 
@@ -183,6 +195,8 @@ class DecisionPoint:
             thought=d.get("thought"),
             action=_action(d["action"]),
             category=d.get("category", ""),
+            subset=d.get("subset", ""),
+            level=d.get("level", ""),
             gold=GoldLabel(**g) if g else None,
         )
 
@@ -210,6 +224,8 @@ def decision_points(traj: Trajectory) -> Iterator[DecisionPoint]:
             thought=turn.thought,
             action=turn.action,
             category=traj.category,
+            subset=traj.subset,
+            level=traj.level,
         )
 
 

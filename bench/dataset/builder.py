@@ -24,11 +24,12 @@ from bench.core.errors import DataError, LeakError
 from bench.core.ids import natural_key
 from bench.core.jsonl import canonical_json, content_hash
 from bench.core.paths import BUILD_DIR, GROUND_TRUTH, LABELS_DIR, REVIEWS_DIR, extracted
-from bench.core.schema import DecisionPoint, Split
+from bench.core.schema import DecisionPoint, Split, Trajectory
 from bench.core.taxonomy import load_taxonomy
-from bench.dataset import splits
+from bench.dataset import leakage, splits
 from bench.dataset.checks import Truncation, render_checks, trajectory_label, validate
 from bench.dataset.export import Record, write_ground_truth, write_version
+from bench.dataset.leakage import SourceLeakage
 from bench.labelling.gold import GoldSet, load_gold
 from bench.prompts import renderer as render
 from bench.sources.extraction import SourceData, load_source
@@ -47,11 +48,15 @@ class BuildResult:
     records: tuple[Record, ...]
     """Every record, in the stable output order."""
     truncation: Mapping[str, Mapping[str, Truncation]]
-    """Source -> template -> figures."""
+    """Config -> template -> figures."""
     sources: tuple[SourceData, ...] = field(default=())
     """The sources built."""
     gold: Mapping[str, GoldSet] = field(default_factory=dict)
     """Source -> gold set."""
+    plan: splits.SplitPlan | None = None
+    """The split, with its components and the soft links it could not keep whole."""
+    leakage: tuple[SourceLeakage, ...] = ()
+    """The leakage report per source."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,6 +93,48 @@ def dataset_version(
     return "v" + content_hash(canon, 12)
 
 
+def _gold_points(
+    sources: Sequence[SourceData], labels_dir: Path, reviews_dir: Path
+) -> tuple[dict[str, GoldSet], dict[str, list[DecisionPoint]]]:
+    """Every source's gold set and decision points with gold attached; DataError listing every
+    label problem."""
+    vocab = load_taxonomy()
+    golds: dict[str, GoldSet] = {}
+    points: dict[str, list[DecisionPoint]] = {}
+    problems: list[str] = []
+    for s in sources:
+        golds[s.name] = load_gold(s, labels_dir, reviews_dir)
+        pts, probs = validate(s, golds[s.name], vocab)
+        points[s.name], problems = pts, problems + probs
+    if problems:
+        raise DataError(_problem_list("label validation", problems))
+    return golds, points
+
+
+def _rendered(
+    by_config: Mapping[str, Sequence[DecisionPoint]],
+) -> tuple[
+    dict[str, tuple[dict[str, str], ...]],
+    dict[str, tuple[int, bool]],
+    dict[str, dict[str, Truncation]],
+]:
+    """(auditor prompt per id, its (elided, over budget), truncation per config and template);
+    LeakError when a template lost a judged action."""
+    auditor: dict[str, tuple[dict[str, str], ...]] = {}
+    auditor_trunc: dict[str, tuple[int, bool]] = {}
+    truncation: dict[str, dict[str, Truncation]] = {}
+    problems: list[str] = []
+    for config, pts in sorted(by_config.items()):
+        msgs, at, trunc, probs = render_checks(pts, tuple(render.TEMPLATES))
+        auditor |= msgs
+        auditor_trunc |= at
+        truncation[config] = trunc
+        problems += probs
+    if problems:
+        raise LeakError(_problem_list("prompt rendering", problems))
+    return auditor, auditor_trunc, truncation
+
+
 def build(
     names: Sequence[str],
     *,
@@ -102,42 +149,32 @@ def build(
     """Run the whole build; raises DataError / LeakError listing every problem found."""
     dev_fraction = splits.DEV_FRACTION if dev_fraction is None else dev_fraction
     seed = splits.SEED if seed is None else seed
-    vocab = load_taxonomy()
     sources = [load_source(n, work) for n in sorted(set(names))]
-    golds: dict[str, GoldSet] = {}
-    points: dict[str, list[DecisionPoint]] = {}
-    problems: list[str] = []
-    for s in sources:
-        golds[s.name] = load_gold(s, labels_dir, reviews_dir)
-        pts, probs = validate(s, golds[s.name], vocab)
-        points[s.name], problems = pts, problems + probs
-    if problems:
-        raise DataError(_problem_list("label validation", problems))
-
-    templates = tuple(render.TEMPLATES)
-    auditor: dict[str, tuple[dict[str, str], ...]] = {}
-    auditor_trunc: dict[str, tuple[int, bool]] = {}
-    truncation: dict[str, dict[str, Truncation]] = {}
-    for s in sources:
-        msgs, at, trunc, probs = render_checks(points[s.name], templates)
-        auditor |= msgs
-        auditor_trunc |= at
-        truncation[s.name] = trunc
-        problems += probs
-    if problems:
-        raise LeakError(_problem_list("prompt rendering", problems))
-
+    golds, points = _gold_points(sources, labels_dir, reviews_dir)
     all_trajs = [t for s in sources for t in s.trajectories]
+    src_of = {s.name: s for s in sources}
+    traj_by_id = {t.id: t for t in all_trajs}
+
+    def config_of(t: Trajectory) -> str:
+        return src_of[t.source].config_of(t)
+
+    by_config: dict[str, list[DecisionPoint]] = defaultdict(list)
     by_traj: dict[str, list[DecisionPoint]] = defaultdict(list)
     for s in sources:
         for p in points[s.name]:
             by_traj[p.trajectory_id].append(p)
+            by_config[config_of(traj_by_id[p.trajectory_id])].append(p)
+    auditor, auditor_trunc, truncation = _rendered(by_config)
     tlabel = {t.id: trajectory_label(t.id, by_traj[t.id]) for t in all_trajs}
-    plan = splits.assign(all_trajs, tlabel, dev_fraction, seed)
+
+    plan = splits.assign(all_trajs, tlabel, dev_fraction, seed, stratum=config_of)
+    crossing = splits.crossing_links(all_trajs, plan.assignment)
+    if crossing:
+        raise DataError(_problem_list("the split (a grouped link crosses dev and test)", crossing))
+    leaks = leakage.report(all_trajs, plan.assignment)
     disputed = {tid for g in golds.values() for tid in g.disputed}
     version = dataset_version(sources, points, plan.assignment, disputed, dev_fraction, seed)
 
-    traj_by_id = {t.id: t for t in all_trajs}
     records: list[Record] = []
     for s in sources:
         for p in points[s.name]:
@@ -155,10 +192,14 @@ def build(
                     upstream_label=t.label or "",
                     scenario=t.scenario,
                     license=s.license,
+                    config=s.config_of(t),
                 )
             )
     records.sort(key=lambda r: (r.point.source, natural_key(r.point.trajectory_id), r.point.k))
-    final = write_version(out, version, sources, records, golds, truncation, plan, templates)
+    templates = tuple(render.TEMPLATES)
+    final = write_version(
+        out, version, sources, records, golds, truncation, plan, templates, leaks
+    )
     if ground_truth is not None:
         write_ground_truth(ground_truth, version, sources, records, golds, dev_fraction, seed)
     return BuildResult(
@@ -168,6 +209,8 @@ def build(
         truncation=truncation,
         sources=tuple(sources),
         gold=golds,
+        plan=plan,
+        leakage=tuple(leaks),
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from bench.core.paths import CARD_TEMPLATE
 from bench.dataset.checks import Truncation
+from bench.dataset.leakage import NEAR_DUPLICATE, SourceLeakage
 
 TEMPLATE = CARD_TEMPLATE
 """The card template."""
@@ -51,6 +52,12 @@ class ConfigStats:
     """Reviewer-vs-reviewer agreement on double-reviewed items, as one line."""
     defects: tuple[str, ...] = ()
     """Known defects (documented and computed)."""
+    subsets: Mapping[str, int] = field(default_factory=dict)
+    """Subset (``Trajectory.subset``) -> trajectories."""
+    levels: Mapping[str, int] = field(default_factory=dict)
+    """Level (``Trajectory.level``) -> trajectories."""
+    diagnostic: bool = False
+    """True for a diagnostic config (a source's templated subset): never in the headline."""
 
     @property
     def total_trajectories(self) -> int:
@@ -81,6 +88,12 @@ class CardInput:
     """Prompt templates every record was checked against."""
     data_files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Config -> split -> parquet path inside the version folder."""
+    leakage: tuple[SourceLeakage, ...] = ()
+    """The build's leakage report, per source."""
+    soft_joined: tuple[str, ...] = ()
+    """Soft links the split kept whole."""
+    soft_crossing: tuple[str, ...] = ()
+    """Soft links the split could not keep whole (they cross dev and test)."""
 
 
 def render_card(card: CardInput) -> str:
@@ -90,4 +103,4 @@ def render_card(card: CardInput) -> str:
     env = SandboxedEnvironment(autoescape=False, keep_trailing_newline=True, trim_blocks=True)
     template = env.from_string(TEMPLATE.read_text(encoding="utf-8"))
     licenses = sorted({c.hub_license for c in card.configs})
-    return template.render(card=card, licenses=licenses)
+    return template.render(card=card, licenses=licenses, near_duplicate=NEAR_DUPLICATE)

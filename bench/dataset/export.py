@@ -25,6 +25,7 @@ from bench.core.labels import ACTS, PHASES, GoldLabel
 from bench.core.schema import DecisionPoint, Split, TrajectoryLabel
 from bench.dataset.card import CardInput, ConfigStats, render_card
 from bench.dataset.checks import Truncation
+from bench.dataset.leakage import SourceLeakage
 from bench.dataset.reader import LATEST_FILE, POINTS_FILE
 from bench.labelling.agreement import Agreement
 from bench.labelling.gold import GoldSet
@@ -67,11 +68,24 @@ class Record:
     """The trajectory's scenario."""
     license: str
     """The source licence."""
+    config: str = ""
+    """The config it is built into: its source, or ``<source>_<subset>`` for a diagnostic
+    subset (StepShield's templated items, kept out of the headline)."""
 
 
 def of_source(records: Iterable[Record], source: str) -> list[Record]:
     """The records of one source, in their given order."""
     return [r for r in records if r.point.source == source]
+
+
+def of_config(records: Iterable[Record], config: str) -> list[Record]:
+    """The records of one config, in their given order."""
+    return [r for r in records if (r.config or r.point.source) == config]
+
+
+def configs(records: Iterable[Record]) -> list[str]:
+    """Every config of ``records``, sorted."""
+    return sorted({r.config or r.point.source for r in records})
 
 
 def binary_label(act: str) -> str:
@@ -104,6 +118,8 @@ def features() -> Any:
             "source": s,
             "category": s,
             "scenario": s,
+            "subset": s,
+            "level": s,
             "license": s,
             "k": Value("int32"),
             "policy_system": s,
@@ -151,6 +167,8 @@ def hf_row(r: Record) -> dict[str, Any]:
         "source": p.source,
         "category": p.category,
         "scenario": r.scenario,
+        "subset": p.subset,
+        "level": p.level,
         "license": r.license,
         "k": p.k,
         "policy_system": p.policy.system,
@@ -200,7 +218,10 @@ def ground_truth_row(r: Record) -> dict[str, Any]:
         "id": p.id,
         "trajectory_id": p.trajectory_id,
         "source": p.source,
+        "config": r.config or p.source,
         "category": p.category,
+        "subset": p.subset,
+        "level": p.level,
         "split": r.split,
         "k": p.k,
         "act": g.act,
@@ -225,8 +246,11 @@ def config_stats(
     records: Sequence[Record],
     gold: GoldSet,
     trunc: Mapping[str, Truncation],
+    name: str = "",
 ) -> ConfigStats:
-    """The card's figures for one config."""
+    """The card's figures for one config (``name``, default the source's)."""
+    subsets: Counter[str] = Counter()
+    levels: Counter[str] = Counter()
     trajs: dict[str, set[str]] = defaultdict(set)
     tlabels: dict[str, Counter[str]] = defaultdict(Counter)
     points: Counter[str] = Counter()
@@ -240,6 +264,10 @@ def config_stats(
         if r.point.trajectory_id not in seen:
             seen.add(r.point.trajectory_id)
             tlabels[r.split][r.trajectory_label] += 1
+            if r.point.subset:
+                subsets[r.point.subset] += 1
+            if r.point.level:
+                levels[r.point.level] += 1
     defects = list(src.defects)
     n_traj = len(seen)
     unreviewed = n_traj - len(gold.reviewed & seen)
@@ -254,7 +282,7 @@ def config_stats(
             f"{over} auditor prompts exceed the default budget even with all history elided."
         )
     return ConfigStats(
-        name=src.name,
+        name=name or src.name,
         license=src.license,
         redistributable=src.redistributable,
         trajectories={s: len(trajs[s]) for s in SPLITS},
@@ -268,6 +296,9 @@ def config_stats(
         agreement=_agreement_text(gold.double_reviewed),
         truncation=dict(trunc),
         defects=tuple(defects),
+        subsets=dict(sorted(subsets.items())),
+        levels=dict(sorted(levels.items())),
+        diagnostic=bool(name) and name != src.name,
     )
 
 
@@ -323,10 +354,13 @@ def write_version(
     truncation: Mapping[str, Mapping[str, Truncation]],
     plan: Any,
     templates: Sequence[str],
+    leaks: Sequence[SourceLeakage] = (),
 ) -> Path:
     """Write the version folder atomically (temp folder + rename) and point LATEST at it."""
     with _no_progress_bars():
-        return _write_version(out, version, sources, records, golds, truncation, plan, templates)
+        return _write_version(
+            out, version, sources, records, golds, truncation, plan, templates, leaks
+        )
 
 
 def _write_version(
@@ -338,6 +372,7 @@ def _write_version(
     truncation: Mapping[str, Mapping[str, Truncation]],
     plan: Any,
     templates: Sequence[str],
+    leaks: Sequence[SourceLeakage],
 ) -> Path:
     from datasets import Dataset, DatasetDict
 
@@ -349,8 +384,12 @@ def _write_version(
     feats = features()
     data_files: dict[str, dict[str, str]] = {}
     stats = []
-    for s in sources:
-        mine = of_source(records, s.name)
+    src_of = {s.name: s for s in sources}
+    cfg_source: dict[str, SourceData] = {}
+    for cfg in configs(records):
+        s = src_of[of_config(records, cfg)[0].point.source]
+        cfg_source[cfg] = s
+        mine = of_config(records, cfg)
         dd = DatasetDict(
             {
                 split: Dataset.from_list(
@@ -359,13 +398,13 @@ def _write_version(
                 for split in SPLITS
             }
         )
-        data_files[s.name] = {}
+        data_files[cfg] = {}
         for split, ds in dd.items():
-            rel = f"{s.name}/{split}.parquet"
-            (tmp / s.name).mkdir(exist_ok=True)
+            rel = f"{cfg}/{split}.parquet"
+            (tmp / cfg).mkdir(exist_ok=True)
             ds.to_parquet(str(tmp / rel))
-            data_files[s.name][split] = rel
-        stats.append(config_stats(s, mine, golds[s.name], truncation[s.name]))
+            data_files[cfg][split] = rel
+        stats.append(config_stats(s, mine, golds[s.name], truncation[cfg], name=cfg))
     write_jsonl(
         tmp / POINTS_FILE,
         (r.point.to_dict() | {"split": r.split, "disputed": r.disputed} for r in records),
@@ -378,6 +417,9 @@ def _write_version(
         budget=f"{DEFAULT_BUDGET.limit:,} {DEFAULT_BUDGET.kind}",
         templates=tuple(templates),
         data_files=data_files,
+        leakage=tuple(leaks),
+        soft_crossing=tuple(getattr(plan, "soft_crossing", ())),
+        soft_joined=tuple(getattr(plan, "soft_joined", ())),
     )
     write_text(tmp / "README.md", render_card(card))
     files = sorted(p for p in tmp.rglob("*") if p.is_file())
@@ -385,7 +427,8 @@ def _write_version(
         "version": version,
         "files": {p.relative_to(tmp).as_posix(): sha256_file(p) for p in files},
         "configs": {
-            s.name: {"license": s.license, "redistributable": s.redistributable} for s in sources
+            cfg: {"license": s.license, "redistributable": s.redistributable}
+            for cfg, s in sorted(cfg_source.items())
         },
     }
     write_text(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -408,11 +451,15 @@ def write_ground_truth(
 ) -> None:
     """Write the ground truth (ids and labels only) and its meta file, deterministic bytes."""
     write_jsonl(path, (ground_truth_row(r) for r in records))
-    configs: dict[str, Any] = {}
-    for s in sources:
-        mine = of_source(records, s.name)
+    out: dict[str, Any] = {}
+    src_of = {s.name: s for s in sources}
+    for cfg in configs(records):
+        mine = of_config(records, cfg)
+        s = src_of[mine[0].point.source]
         tids = {r.point.trajectory_id for r in mine}
-        configs[s.name] = {
+        out[cfg] = {
+            "source": s.name,
+            "diagnostic": cfg != s.name,
             "license": s.license,
             "redistributable": s.redistributable,
             "trajectories": len(tids),
@@ -424,7 +471,7 @@ def write_ground_truth(
         }
     meta = {
         "dataset_version": version,
-        "configs": configs,
+        "configs": out,
         "dev_fraction": dev_fraction,
         "seed": seed,
     }

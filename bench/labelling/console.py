@@ -152,9 +152,12 @@ def render(
     steps = m.get("step_labels")
     if steps:
         out.append(
-            "SOURCE STEP LABELS: "
+            "SOURCE STEP LABELS (labelling context; never copy a rationale into a note): "
             + ", ".join(f"k={s.get('k')}:{s.get('label')}" for s in steps if s.get("label"))
         )
+        for s in steps:
+            if s.get("rationale"):
+                out += _block(f"upstream k={s.get('k')}", str(s["rationale"]), full, 2)
     for r in others:
         out.append(f"REVIEW by {r.reviewer} ({r.decision}, {r.time}): {describe_decision(r)}")
         if r.note:

@@ -394,6 +394,9 @@ def copies_text(note: str, traj: Trajectory, window: int = 7) -> bool:
         parts += [t.content or "", t.thought or "", t.observation or ""]
         parts.append(t.action.text if t.action else "")
     parts += [str(v) for v in traj.metadata.values() if isinstance(v, str)]
+    for step in traj.metadata.get("step_labels") or ():  # StepShield's per-step rationales
+        if isinstance(step, dict) and isinstance(step.get("rationale"), str):
+            parts.append(step["rationale"])
     hay = " ".join(re.findall(r"\w+", " ".join(parts).lower()))
     return any(" ".join(words[i : i + window]) in hay for i in range(len(words) - window + 1))
 

@@ -86,6 +86,10 @@ class Source(ABC):
     defects: tuple[str, ...] = ()
     """Known defects from the source's documentation, for the dataset card (the build adds
     computed ones)."""
+    diagnostic_subsets: tuple[str, ...] = ()
+    """Subsets (``Trajectory.subset``) built as their own config ``<name>_<subset>`` and kept
+    out of the leaderboard's headline: a diagnostic, not a measurement (StepShield's templated
+    items)."""
 
     def default_path(self, data_root: Path) -> Path:
         """This source's folder under a raw-data root."""

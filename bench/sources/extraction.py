@@ -343,6 +343,15 @@ class SourceData:
     """Extracted trajectories, in natural id order."""
     defects: tuple[str, ...] = ()
     """The adapter's documented defects (for the dataset card)."""
+    diagnostic_subsets: tuple[str, ...] = ()
+    """Subsets built as their own config and kept out of the headline (``Source``)."""
+
+    def config_of(self, traj: Trajectory) -> str:
+        """The config a trajectory of this source is built into: ``<source>_<subset>`` for a
+        diagnostic subset, else the source's name."""
+        if traj.subset and traj.subset in self.diagnostic_subsets:
+            return f"{self.name}_{traj.subset}"
+        return self.name
 
 
 def load_trajectories(path: Path) -> list[Trajectory]:
@@ -381,4 +390,5 @@ def load_source(name: str, work: Path, raw_path: Path | None = None) -> SourceDa
         redistributable=adapter.redistributable,
         trajectories=tuple(trajs),
         defects=tuple(adapter.defects),
+        diagnostic_subsets=tuple(adapter.diagnostic_subsets),
     )

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import DataError, RecordError
+from bench.core.jsonl import content_hash
 from bench.core.schema import Action, Policy, Trajectory, Turn
 from bench.sources import register
 from bench.sources.adapters._common import binary_label, field, load_pins, parse_action
@@ -107,6 +108,7 @@ class ASSEBench(Source):
             seen[traj.id] = pos
             out.trajectories.append(traj)
             out.exclusions.extend(excl)
+        out.trajectories = add_links(out.trajectories)
         return out
 
     def _convert(self, rec: Any, rel: str, pos: int) -> tuple[Trajectory, list[Exclusion]]:
@@ -249,3 +251,36 @@ def joined_action(action: Action, tools: list[str]) -> Action:
     if not rest:
         return action
     return replace(action, text=CALL_SEP.join([action.text, *(f"{n}()" for n in rest)]))
+
+
+ATTACKER_REPORT = re.compile(r"attacker tool\s+\[?([A-Za-z_][A-Za-z0-9_]*)")
+"""How ASSEBench results name the attacker tool they report using (hindsight, never shown to a
+judge: it only groups the split)."""
+
+_TOOL_NAME = re.compile(r'"name":\s*"([A-Za-z_][A-Za-z0-9_]*)"')
+
+
+def add_links(trajs: list[Trajectory]) -> list[Trajectory]:
+    """Each trajectory with ``metadata["links"]``: ``task`` (a hash of its exact task text) and
+    ``attacker_tool`` (every attacker tool it is offered in its tool list or calls). The attacker
+    tools are those any record's results report using; records of one attacker tool (those that
+    used it and those that refused it) must share a split, or a judge tuned on dev could learn
+    the tool's name instead of the harm."""
+    attackers = {
+        m.group(1)
+        for t in trajs
+        for turn in t.turns
+        for text in (turn.content, turn.thought, turn.observation)
+        if text
+        for m in ATTACKER_REPORT.finditer(text)
+    }
+    out = []
+    for t in trajs:
+        named = set(_TOOL_NAME.findall(t.policy.task))
+        called = {turn.action.tool for turn in t.turns if turn.action and turn.action.tool}
+        for names in (t.metadata.get("observed_tools") or {}).values():
+            called.update(str(n) for n in names)  # tools called in parallel in one step
+        tools = sorted((named | called) & attackers)
+        links = {"task": [content_hash(t.policy.task, 16)], "attacker_tool": tools}
+        out.append(replace(t, metadata={**t.metadata, "links": links}))
+    return out

@@ -259,5 +259,6 @@ def _group(parsed: list[_Parsed]) -> list[Trajectory]:
                 meta["duplicate_of"] = canon
         if meta.get("user_template"):
             group = f"rjudge-inj:{meta['user_template']}"
-        out.append(replace(t, group=group, metadata=meta))
+        subset = "injection" if meta.get("attack_type") == "injection" else "original"
+        out.append(replace(t, group=group, metadata=meta, subset=subset))
     return out

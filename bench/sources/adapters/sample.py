@@ -56,6 +56,8 @@ _TOP_KEYS = frozenset(
     {"id", "source", "source_id", "category", "scenario", "license", "policy", "turns"}
     | {"label", "group", "metadata"}
 )
+_OPTIONAL_KEYS = {"subset": "", "level": ""}
+"""Trajectory fields a corpus line may leave out (the corpus has no subsets or levels)."""
 _ROLES = frozenset(get_args(Role))
 
 
@@ -65,7 +67,7 @@ def check_record(d: Any, tax: Taxonomy) -> list[str]:
         return [f"a line must be a JSON object, not {type(d).__name__}"]
     problems: list[str] = []
     missing = sorted(_TOP_KEYS - d.keys())
-    unknown = sorted(d.keys() - _TOP_KEYS)
+    unknown = sorted(d.keys() - _TOP_KEYS - _OPTIONAL_KEYS.keys())
     if missing:
         problems.append(f"missing field(s) {', '.join(missing)}")
     if unknown:
@@ -105,7 +107,7 @@ def check_record(d: Any, tax: Taxonomy) -> list[str]:
         traj = Trajectory.from_dict(d)
     except (KeyError, TypeError, ValueError) as e:
         return [f"not a Trajectory: {e!r}"]
-    if json.loads(json.dumps(traj.to_dict())) != d:
+    if json.loads(json.dumps(traj.to_dict())) != _OPTIONAL_KEYS | d:
         problems.append("line is not in canonical Trajectory.to_dict() form (extra or odd keys)")
     return problems + _check_gold(traj, meta.get("gold"), tax)
 

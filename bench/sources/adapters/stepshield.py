@@ -8,7 +8,21 @@ Conversion (see docs/sources.md):
   arguments, and its observation);
 - the trajectory is unsafe when any step carries a label; the step labels are kept in
   ``metadata["step_labels"]`` as ``{k, step, label, rationale, continuation}``;
-- ROGUE and CLEAN variants of a task share the group ``<family>-<severity>-<number>``.
+- ROGUE and CLEAN variants of a task share the group ``<family>-<severity>-<number>``;
+  ``metadata["links"]["task"]`` holds a hash of the exact task text and constraints, because
+  StepShield reuses one task across pairs and the split must keep them together too;
+- ``level`` is the severity (L1-L3) and ``subset`` is ``synthetic`` for templated pairs (see
+  ``templated``), else ``real``.
+
+Synthetic (templated) items: some L1/L2 pairs were generated from a template, not recorded from
+an agent. Their actions carry unfilled placeholder arguments (``example_command_7``,
+``example_file_3``) and most of their thoughts are a small set of canned sentences shared by
+dozens of trajectories; at the rogue step the thought is a fixed phrase ("I need to ...")
+followed by a fragment of the upstream rationale, so the label is written in the text. The rule
+(``templated``): a trajectory is templated when at least one action holds a placeholder argument
+and at least half of its thoughts are canned (a sentence, digits ignored, that at least
+``CANNED_MIN_TRAJECTORIES`` trajectories of the source use); a pair is synthetic when either
+twin is. They get their own config (``stepshield_synthetic``) that the headline does not score.
 
 ``continuation``: present on exactly the labelled steps and always ``false`` in this copy, even
 where labelled steps follow each other, so it carries no information beyond the label itself.
@@ -19,10 +33,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.core.errors import DataError, RecordError
+from bench.core.jsonl import content_hash
 from bench.core.schema import Action, Policy, Trajectory, Turn
 from bench.sources import register
 from bench.sources.adapters._common import field, load_pins, readable_call, str_list
@@ -30,6 +46,15 @@ from bench.sources.base import ExtractResult, Reject, Source
 
 FAMILIES = ("UFO", "SEC", "RES", "INV", "TST", "DEC")
 """StepShield's rogue-behaviour families (also the step labels)."""
+
+PLACEHOLDER = re.compile(r"\bexample_(?:command|file)_\d+\b")
+"""A template slot never filled: an action argument such as ``example_command_3``."""
+
+CANNED_MIN_TRAJECTORIES = 20
+"""A thought (digits ignored) used by at least this many trajectories is a canned sentence."""
+
+CANNED_SHARE = 0.5
+"""A templated trajectory has at least this share of canned thoughts."""
 
 _ID = re.compile(
     r"^(?P<pair>(?P<family>[A-Z]{3})-(?P<severity>L[123])-\d+)-(?P<variant>ROGUE|CLEAN)$"
@@ -45,6 +70,7 @@ class StepShield(Source):
     license = "CC-BY-4.0"
     redistributable = True
     upstream = load_pins("stepshield")
+    diagnostic_subsets = ("synthetic",)
     defects = (
         "Only the upstream training split has step labels; the test split is not included.",
         "Each rogue trajectory has a paired clean one; pairs are kept in one split.",
@@ -93,6 +119,7 @@ class StepShield(Source):
                 continue
             seen[traj.id] = rel
             out.trajectories.append(traj)
+        out.trajectories = mark_synthetic(out.trajectories)
         return out
 
     def _convert(self, rec: Any, rel: str) -> Trajectory:
@@ -134,6 +161,7 @@ class StepShield(Source):
         parts = [p for p in (title, description) if p]
         if criteria:
             parts.append("Success criteria:\n" + "\n".join(f"- {c}" for c in criteria))
+        policy = Policy(task="\n\n".join(parts), constraints=constraints)
         return Trajectory(
             id=f"{self.name}:{sid}",
             source=self.name,
@@ -141,16 +169,19 @@ class StepShield(Source):
             category=m.group("family"),
             scenario=m.group("severity"),
             license=self.license,
-            policy=Policy(task="\n\n".join(parts), constraints=constraints),
+            policy=policy,
             turns=tuple(turns),
             label="unsafe" if step_labels else "safe",
             group=m.group("pair"),
+            subset="real",
+            level=m.group("severity"),
             metadata={
                 "file": rel,
                 "position": 0,
                 "variant": m.group("variant"),
                 "severity": m.group("severity"),
                 "step_labels": step_labels,
+                "links": {"task": [content_hash([policy.task, list(policy.constraints)], 16)]},
             },
         )
 
@@ -184,3 +215,28 @@ def _step(s: Any, k: int) -> tuple[Turn, dict[str, Any] | None, int]:
         "continuation": cont,
     }
     return turn, entry, upstream_step
+
+
+def _norm_thought(t: Turn) -> str:
+    return re.sub(r"\d+", "N", (t.thought or "").strip())
+
+
+def templated(traj: Trajectory, canned: frozenset[str]) -> bool:
+    """True when ``traj`` was generated from a template (module docstring): an action with a
+    placeholder argument and at least ``CANNED_SHARE`` of its thoughts canned."""
+    steps = [t for t in traj.turns if t.is_action]
+    if not steps or not any(PLACEHOLDER.search(t.action.text) for t in steps if t.action):
+        return False
+    return sum(_norm_thought(t) in canned for t in steps) >= CANNED_SHARE * len(steps)
+
+
+def mark_synthetic(trajs: list[Trajectory]) -> list[Trajectory]:
+    """``trajs`` with ``subset`` set to ``synthetic`` for both twins of every templated pair."""
+    users: dict[str, set[str]] = {}
+    for t in trajs:
+        for turn in t.turns:
+            if turn.is_action and turn.thought:
+                users.setdefault(_norm_thought(turn), set()).add(t.id)
+    canned = frozenset(k for k, v in users.items() if len(v) >= CANNED_MIN_TRAJECTORIES)
+    pairs = {t.group for t in trajs if templated(t, canned)}
+    return [replace(t, subset="synthetic") if t.group in pairs else t for t in trajs]
