@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
         "--source",
         action="append",
         metavar="NAME",
-        help=f"source to label (repeatable); default: every one of {', '.join(known)} "
-        "whose extraction exists",
+        help=f"source to label (repeatable), or 'all'; default (and 'all'): every one of "
+        f"{', '.join(known)} whose extraction exists",
     )
     p.add_argument("--work", type=Path, help="work folder holding extract/ (default: work/)")
     p.add_argument("--out", type=Path, default=LABELS_DIR, help="label folder (data/labels)")
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     setup_logging(args.quiet)
     work = work_dir(args.work)
+    if args.source and "all" in args.source:
+        args.source = None  # as in extract.py: 'all' is every source, here every extracted one
     if args.source:
         unknown = sorted(set(args.source) - set(known))
         if unknown:

@@ -4,6 +4,8 @@ well-formed, bad lines become rejects, and it shares no passage with the upstrea
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +73,16 @@ def test_records_are_canonical(corpus: list[Trajectory]) -> None:
         assert t.source == "sample" and t.id == f"sample:{t.source_id}"
         assert t.license == "Apache-2.0" and t.group
         assert t.policy.system
+
+
+def test_corpus_script_runs_and_matches_the_committed_file() -> None:
+    # the script that writes the corpus must keep importing after any move of the package
+    script = SAMPLE_DIR / "make_corpus.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "matches the 42 cases" in done.stdout
 
 
 def test_gold_in_vocabulary_and_in_range(corpus: list[Trajectory]) -> None:

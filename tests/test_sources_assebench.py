@@ -229,6 +229,11 @@ def test_real_assebench_no_view_holds_its_own_result(raw_root: Path) -> None:
     assert len(users) == 1462 and all(u.startswith("At step") for u in users)
     leaks = [dp for t in res.trajectories for dp in _own_result_leaks(t)]
     assert leaks == []
+    # split links: the task text and every attacker tool offered or called
+    links = [t.metadata["links"] for t in res.trajectories]
+    assert all(len(x["task"]) == 1 for x in links)
+    tools = {tool for x in links for tool in x.get("attacker_tool", ())}
+    assert sum(bool(x.get("attacker_tool")) for x in links) == 514 and len(tools) == 234
     # every tool a step's observation reports is named, in order, in that step's judged action
     parallel = 0
     for t in res.trajectories:

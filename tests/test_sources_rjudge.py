@@ -251,6 +251,9 @@ def test_real_rjudge(raw_root: Path) -> None:
     assert len({t.metadata["user_template"] for t in inj}) == 17
     assert len({t.metadata["attacker_template"] for t in inj}) == 57
     assert len({t.group for t in inj}) == 17
+    # subset: injection records (built from attack templates) vs the original ones
+    assert {t.subset for t in inj} == {"injection"}
+    assert sum(t.subset == "original" for t in res.trajectories) == 157
     goals = set()
     for f in sorted((path / "data").glob("*/*.json")):
         goals |= {r["goal"] for r in json.loads(f.read_text(encoding="utf-8"))}

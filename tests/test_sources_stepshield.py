@@ -138,3 +138,41 @@ def test_real_stepshield(raw_root: Path) -> None:
     assert all(
         x["label"] == t.category for t in res.trajectories for x in t.metadata["step_labels"]
     )
+    synthetic = [t for t in res.trajectories if t.subset == "synthetic"]
+    assert len(synthetic) == 282 and {t.level for t in synthetic} == {"L1", "L2"}
+    assert {t.subset for t in res.trajectories} == {"real", "synthetic"}
+    by_group: dict[str, set[str]] = {}
+    for t in res.trajectories:
+        by_group.setdefault(t.group, set()).add(t.subset)
+    assert all(len(s) == 1 for s in by_group.values())  # both twins share the subset
+    tasks = {t.metadata["links"]["task"][0] for t in res.trajectories}
+    assert len(tasks) < len(by_group)  # one task text serves several pairs
+
+
+def _templated(tid: str, n: int, rogue: bool, placeholder: bool = True) -> dict[str, Any]:
+    rec = _traj(tid, rogue_at=(2,) if rogue else ())
+    for s in rec["steps"]:
+        s["thought"] = f"I will now carry out step {s['step']} of the plan."  # canned
+    if placeholder:
+        rec["steps"][0]["arguments"] = {"command": f"example_command_{n}"}
+    return rec
+
+
+def test_templated_pairs_are_synthetic_by_rule_not_by_list(tmp_path: Path) -> None:
+    # 12 templated pairs share canned thoughts (24 trajectories >= CANNED_MIN_TRAJECTORIES)
+    for n in range(12):
+        _write(tmp_path, _templated(f"UFO-L1-{n:03d}-ROGUE", n, True))
+        # the clean twin has no placeholder: it is synthetic because its twin is
+        _write(tmp_path, _templated(f"UFO-L1-{n:03d}-CLEAN", n, False, placeholder=False))
+    # a real pair: placeholder-looking text but its own thoughts
+    real = _traj("SEC-L2-050-ROGUE", rogue_at=(2,))
+    real["steps"][0]["arguments"] = {"command": "echo example_file_1"}
+    _write(tmp_path, real)
+    _write(tmp_path, _traj("SEC-L2-050-CLEAN"))
+    res = get("stepshield").extract(tmp_path)
+    subset = {t.source_id: t.subset for t in res.trajectories}
+    level = {t.source_id: t.level for t in res.trajectories}
+    assert subset["UFO-L1-003-ROGUE"] == subset["UFO-L1-003-CLEAN"] == "synthetic"
+    assert subset["SEC-L2-050-ROGUE"] == subset["SEC-L2-050-CLEAN"] == "real"
+    assert level["SEC-L2-050-ROGUE"] == "L2" and level["UFO-L1-000-CLEAN"] == "L1"
+    assert sum(s == "synthetic" for s in subset.values()) == 24

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from bench import sources as registry
@@ -26,7 +26,7 @@ from bench.core.jsonl import canonical_json, content_hash
 from bench.core.paths import BUILD_DIR, GROUND_TRUTH, LABELS_DIR, REVIEWS_DIR, extracted
 from bench.core.schema import DecisionPoint, Split, Trajectory
 from bench.core.taxonomy import load_taxonomy
-from bench.dataset import leakage, splits
+from bench.dataset import leakage, splits, twins
 from bench.dataset.checks import Truncation, render_checks, trajectory_label, validate
 from bench.dataset.export import Record, write_ground_truth, write_version
 from bench.dataset.leakage import SourceLeakage
@@ -193,13 +193,19 @@ def build(
                     scenario=t.scenario,
                     license=s.license,
                     config=s.config_of(t),
+                    group=t.group,
                 )
             )
     records.sort(key=lambda r: (r.point.source, natural_key(r.point.trajectory_id), r.point.k))
+    twin_of = {p.onset: p for p in twins.pairs(records)}
+    records = [
+        replace(r, twin=twin_of[r.point.id].twin, twin_similarity=twin_of[r.point.id].similarity)
+        if r.point.id in twin_of
+        else r
+        for r in records
+    ]
     templates = tuple(render.TEMPLATES)
-    final = write_version(
-        out, version, sources, records, golds, truncation, plan, templates, leaks
-    )
+    final = write_version(out, version, sources, records, golds, truncation, plan, templates, leaks)
     if ground_truth is not None:
         write_ground_truth(ground_truth, version, sources, records, golds, dev_fraction, seed)
     return BuildResult(

@@ -48,6 +48,8 @@ class ConfigStats:
     """(trajectory id, the deciding reviewer's note) for every disputed trajectory."""
     reviewers: tuple[str, ...] = ()
     """Everyone whose review or adjudication touched this config."""
+    moved: int = 0
+    """Reviewed unsafe trajectories whose onset the review moved from the proposal's."""
     agreement: str = ""
     """Reviewer-vs-reviewer agreement on double-reviewed items, as one line."""
     defects: tuple[str, ...] = ()

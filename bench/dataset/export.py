@@ -71,6 +71,12 @@ class Record:
     config: str = ""
     """The config it is built into: its source, or ``<source>_<subset>`` for a diagnostic
     subset (StepShield's templated items, kept out of the headline)."""
+    group: str = ""
+    """The trajectory's grouping key (a StepShield ROGUE/CLEAN pair shares it)."""
+    twin: str = ""
+    """For an unsafe trajectory's onset step: its safe twin's step at the same k (twins.py)."""
+    twin_similarity: float | None = None
+    """TF-IDF cosine of the onset action and the twin's action."""
 
 
 def of_source(records: Iterable[Record], source: str) -> list[Record]:
@@ -234,6 +240,7 @@ def ground_truth_row(r: Record) -> dict[str, Any]:
         "scored": g.scored,
         "reviewed": g.reviewed,
         "disputed": r.disputed,
+        **({"twin": r.twin, "twin_similarity": r.twin_similarity} if r.twin else {}),
     }
 
 
@@ -293,7 +300,9 @@ def config_stats(
         disputed=len(gold.disputed & seen),
         disputed_notes=tuple((t, n) for t, n in gold.disputed_notes.items() if t in seen),
         reviewers=gold.reviewers,
-        agreement=_agreement_text(gold.double_reviewed),
+        moved=len(gold.moved & seen),
+        # agreement is measured per source: a diagnostic config shares its source's reviews
+        agreement="" if name and name != src.name else _agreement_text(gold.double_reviewed),
         truncation=dict(trunc),
         defects=tuple(defects),
         subsets=dict(sorted(subsets.items())),
@@ -460,6 +469,7 @@ def write_ground_truth(
         out[cfg] = {
             "source": s.name,
             "diagnostic": cfg != s.name,
+            "upstream": s.upstream,
             "license": s.license,
             "redistributable": s.redistributable,
             "trajectories": len(tids),

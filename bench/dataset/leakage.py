@@ -101,7 +101,9 @@ def report(
             for link in links(t):
                 values[(link.kind, link.value)].add(assignment[t.id])
         kinds = sorted({k for k, _ in values})
-        shared = {k: sum(1 for (kk, _), s in values.items() if kk == k and len(s) > 1) for k in kinds}
+        shared = {
+            k: sum(1 for (kk, _), s in values.items() if kk == k and len(s) > 1) for k in kinds
+        }
         out.append(
             SourceLeakage(
                 source=source,

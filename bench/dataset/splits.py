@@ -176,9 +176,7 @@ def _hard_union(trajectories: Sequence[Trajectory], uf: _UnionFind, ids: set[str
             uf.union(dup, t.id)
 
 
-def _soft_union(
-    trajectories: Sequence[Trajectory], uf: _UnionFind
-) -> tuple[list[str], list[str]]:
+def _soft_union(trajectories: Sequence[Trajectory], uf: _UnionFind) -> tuple[list[str], list[str]]:
     """Join soft links smallest first while the component stays within SOFT_CAP of its
     source; returns (joined, not joined) as ``kind:value``."""
     per_source: dict[str, int] = defaultdict(int)

@@ -39,6 +39,9 @@ class GoldSet:
     """Names of everyone whose review or adjudication touched this source."""
     double_reviewed: Agreement | None = None
     """Agreement between the first two reviewers on double-reviewed items."""
+    moved: frozenset[str] = frozenset()
+    """Reviewed unsafe trajectories (not disputed) whose onset the review moved from the
+    proposal's."""
 
 
 def load_gold(src: SourceData, labels_dir: Path, reviews_dir: Path) -> GoldSet:
@@ -80,6 +83,7 @@ def _apply_reviews(
         )
     out = dict(labels)
     reviewed: set[str] = set()
+    moved: set[str] = set()
     notes: dict[str, str] = {}
     for tid, d in decisions.items():
         if tid not in by_id or not d.reviewed:
@@ -87,6 +91,8 @@ def _apply_reviews(
         reviewed.add(tid)
         if d.disputed:
             notes[tid] = d.rationale
+        elif d.onset is not None and tid in proposals and proposals[tid].onset != d.onset:
+            moved.add(tid)
         for r in step_labels(by_id[tid], d):
             out[r.id] = r.to_gold(reviewed=True)
     return GoldSet(
@@ -96,6 +102,7 @@ def _apply_reviews(
         disputed_notes=dict(sorted(notes.items(), key=lambda kv: natural_key(kv[0]))),
         reviewers=tuple(sorted({r.reviewer for r in reviews})),
         double_reviewed=double_review_agreement(reviews),
+        moved=frozenset(moved),
     )
 
 

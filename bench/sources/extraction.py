@@ -345,6 +345,9 @@ class SourceData:
     """The adapter's documented defects (for the dataset card)."""
     diagnostic_subsets: tuple[str, ...] = ()
     """Subsets built as their own config and kept out of the headline (``Source``)."""
+    upstream: bool = False
+    """True for a published upstream dataset (pinned); False for the project's own corpus. The
+    leaderboard's macro headline averages the upstream sources."""
 
     def config_of(self, traj: Trajectory) -> str:
         """The config a trajectory of this source is built into: ``<source>_<subset>`` for a
@@ -391,4 +394,5 @@ def load_source(name: str, work: Path, raw_path: Path | None = None) -> SourceDa
         trajectories=tuple(trajs),
         defects=tuple(adapter.defects),
         diagnostic_subsets=tuple(adapter.diagnostic_subsets),
+        upstream=adapter.upstream is not None,
     )

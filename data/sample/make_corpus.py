@@ -17,8 +17,10 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.jsonl import write_jsonl  # noqa: E402
-from bench.schema import Action, Policy, Trajectory, Turn  # noqa: E402
+from bench.core.jsonl import write_jsonl  # noqa: E402
+from bench.core.schema import Action, Policy, Trajectory, Turn  # noqa: E402
+from bench.core.taxonomy import load_taxonomy  # noqa: E402
+from bench.sources.adapters.sample import check_record  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "trajectories.jsonl"
 
@@ -2459,11 +2461,10 @@ case(
 )
 
 
-def main() -> int:
-    """Validate every case with the adapter's checker and write the corpus."""
-    from bench.labels import load_taxonomy
-    from bench.sources.sample import check_record
-
+def main(argv: list[str] | None = None) -> int:
+    """Validate every case with the adapter's checker and write the corpus (``--check``: only
+    say whether the committed file matches the cases, exit 1 when it does not)."""
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
     tax = load_taxonomy()
     rows = [t.to_dict() for t in CASES]
     bad = [(r["id"], p) for r in rows for p in check_record(json.loads(json.dumps(r)), tax)]
@@ -2474,6 +2475,13 @@ def main() -> int:
         print(f"{rid}: {problem}", file=sys.stderr)
     if bad:
         return 1
+    if check:
+        have = [json.loads(x) for x in OUT.read_text(encoding="utf-8").splitlines()]
+        if have != rows:
+            print(f"{OUT} is stale: run python data/sample/make_corpus.py", file=sys.stderr)
+            return 1
+        print(f"{OUT} matches the {len(rows)} cases")
+        return 0
     n = write_jsonl(OUT, rows)
     print(f"wrote {n} trajectories to {OUT}")
     return 0
