@@ -1,8 +1,14 @@
 """Metrics and tables from the ground truth and every predictions file.
 
     python bench/leaderboard.py            # writes leaderboards/leaderboard.{md,csv,json,html},
-                                           # by_source.csv, by_category.csv and plots/*.png
+                                           # by_{source,category,subset,level}.csv,
+                                           # diagnostic.csv, twins.csv and plots/*.png
     python bench/leaderboard.py --check    # exits 1 when the committed outputs are stale
+
+The headline is the mean over the upstream sources of each source's figure (macro), ranked in
+tie groups; shortcut probes (judges.toml rows with role = "probe") are reference lines, never
+ranked, and every judge's margin over the best probe is reported. --metric accepts only metrics
+a constant judge cannot win (caught alone is won by Always STOP: use caught_balanced).
 
 Reads ``leaderboards/ground_truth.jsonl`` (+ ``.meta.json``), ``leaderboards/predictions/
 <judge>/<dataset_version>/<config_hash>.jsonl``, ``judges.toml`` (optional: display names,
@@ -29,7 +35,7 @@ from bench.core.labels import ACTS
 from bench.core.paths import COST_MATRIX, GROUND_TRUTH, JUDGES_TOML, LEADERBOARDS, PREDICTIONS
 from bench.core.script import setup_logging
 from bench.metrics.inputs import load_cost_matrix
-from bench.metrics.stats import METRICS
+from bench.metrics.stats import RANK_METRICS, check_rank_metric
 from bench.report.check import compare
 from bench.report.inputs import discover, load_ground_truth, load_judges
 from bench.report.report import build_report
@@ -56,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cost-matrix", type=Path, default=COST_MATRIX, help="reward matrix")
     ap.add_argument("--out", type=Path, default=LEADERBOARDS, help="output folder")
     ap.add_argument(
-        "--metric", default="balanced_accuracy", choices=METRICS, help="metric to rank by"
+        "--metric",
+        default="balanced_accuracy",
+        metavar="METRIC",
+        help="headline metric to rank by: " + ", ".join(RANK_METRICS),
     )
     ap.add_argument(
         "--invalid-as",
@@ -70,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="warnings only")
     args = ap.parse_args(argv)
     setup_logging(args.quiet)
+    check_rank_metric(args.metric)
 
     if not args.ground_truth.is_file() and args.check:
         print(f"leaderboard --check: no ground truth at {args.ground_truth} yet; nothing to check")
@@ -116,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     written = render_all(report, args.out)
     log.info("wrote %d files under %s", len(written), args.out)
     if not args.quiet:
+        sources = ", ".join(report["settings"]["headline"]["sources"])
+        print(f"macro over {sources}; margin over the best probe per source")
         for e in report["judges"][:10]:
             v = e["metrics"][args.metric]
-            print(f"{e['rank']:>3}  {e['display_name']:<32} {args.metric} {fmt_ci(v)}")
+            gap = e["above_shortcuts"].get(args.metric)
+            vs = f"  vs shortcuts {gap['value']:+.3f} ({gap['verdict']})" if gap else ""
+            print(f"{e['rank']:>3}  {e['display_name']:<40} {args.metric} {fmt_ci(v)}{vs}")
     return 0

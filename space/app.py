@@ -68,20 +68,21 @@ THEME = gr.themes.Default(
 """System fonts: nothing fetched from a font CDN (the page also works offline)."""
 
 LEADERBOARD_WIDTHS: list[str | int] = [
-    "5%",
+    "4%",
+    "13%",
+    "6%",
+    "4%",
+    "11%",
+    "11%",
+    "11%",
+    "11%",
     "14%",
-    "7%",
     "5%",
-    "13%",
-    "13%",
-    "13%",
-    "13%",
-    "6%",
-    "6%",
+    "5%",
     "5%",
 ]
-"""Main-table columns (rank, judge, backend, open, 4 metrics with CI, 2 plain, p50): they add
-up to the page width, so nothing is cut off at 1366 px."""
+"""Main-table columns (rank, judge, backend, open, 4 metrics with CI, vs shortcuts, 2 plain,
+p50): they add up to the page width, so nothing is cut off at 1366 px."""
 
 HIDDEN: Any = False
 """``api_name`` of events that are not API endpoints: gradio 6 registers them as private (its
@@ -109,6 +110,7 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
         category: str,
         backend: Sequence[str] | None,
         open_weights: str,
+        fitted: str,
     ) -> tuple[pd.DataFrame, str]:
         df, note = T.leaderboard_table(
             res,
@@ -118,6 +120,7 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
             category=category,
             backend=backend or [],
             open_weights=open_weights or "Any",
+            fitted=fitted or "Any",
         )
         return _df(df), note
 
@@ -186,9 +189,9 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
             category = gr.Dropdown(
                 choices=[D.ALL, *T.categories(rep)],
                 value=D.ALL,
-                label="Category",
+                label="Category, subset or level",
                 scale=1,
-                min_width=130,
+                min_width=150,
             )
             backend = gr.Dropdown(
                 choices=T.backends(rep),
@@ -205,7 +208,16 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
                 scale=1,
                 min_width=120,
             )
-        df0, note0 = cb["leaderboard"](rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any")
+            fitted = gr.Dropdown(
+                choices=list(T.FITTED_CHOICES),
+                value="Any",
+                label="Fitted on dev",
+                scale=1,
+                min_width=150,
+            )
+        df0, note0 = cb["leaderboard"](
+            rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any", "Any"
+        )
         note = gr.Markdown(note0)
         table = _table(
             df0,
@@ -222,6 +234,7 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
             category,
             backend,
             open_w,
+            fitted,
         ]
         for comp in inputs:
             comp.change(
@@ -267,6 +280,33 @@ def _trajectories_tab(res: D.Results, cb: dict[str, Any]) -> None:
                 type="filepath",
                 interactive=False,
                 buttons=["fullscreen"],
+            )
+
+
+def _validity_tab(res: D.Results) -> None:
+    """Shortcut probes, the twin pairs and the diagnostic configs: what the headline is not."""
+    with gr.Tab("Validity", id="validity"):
+        gr.Markdown(
+            "### Shortcut probes\nEach probe sees **one artefact** of a decision point (the "
+            "called tool's name, the step's position, the thought, the action text) and is "
+            "fitted on dev. They are never ranked: the best of them on each source is the "
+            "reference line on the Leaderboard tab, and a judge that does not clear it is not "
+            "shown to measure judgment."
+        )
+        _table(T.probe_table(res), elem_id="probe-table", show_label=False)
+        tdf, tnote = T.twin_table(res)
+        gr.Markdown("### Hard pairs: StepShield twins\n" + tnote)
+        _table(tdf, elem_id="twin-table", show_label=False)
+        ddf, dnote = T.diagnostic_table(res)
+        gr.Markdown("### Diagnostic configs\n" + dnote)
+        _table(ddf, elem_id="diagnostic-table", show_label=False)
+        if res.plot("shortcuts"):
+            gr.Image(
+                res.plot("shortcuts"),
+                label="Balanced accuracy against the best probe",
+                type="filepath",
+                interactive=False,
+                buttons=["fullscreen", "download"],
             )
 
 
@@ -420,6 +460,7 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
         with gr.Tabs() as tabs:
             _leaderboard_tab(res, cb)
             _trajectories_tab(res, cb)
+            _validity_tab(res)
             _plots_tab(res)
             cdis = _compare_tab(res, cb)
             bid = _browse_tab(res, texts, cb)

@@ -41,7 +41,7 @@ RESULT_FILES = [
     for name in ("*.json", "*.jsonl", "*.csv", "plots/*.png", "predictions/**", "reviews/*.jsonl")
 ]
 """What the Space downloads from the results dataset (not the job wheels and plans)."""
-SCHEMA = "foresight-leaderboard/1"
+SCHEMA = "foresight-leaderboard/2"
 """The leaderboard.json layout this Space reads (docs/metrics.md)."""
 
 SPACE_DIR = Path(__file__).resolve().parent
@@ -135,9 +135,19 @@ class Results:
         """Ranked judges in table order."""
         return list(self.report["judges"])
 
+    @property
+    def probes(self) -> list[Mapping[str, Any]]:
+        """Shortcut probes (reference lines, never ranked), best first."""
+        return list(self.report.get("probes", []))
+
+    @property
+    def everyone(self) -> list[Mapping[str, Any]]:
+        """Ranked judges, then probes."""
+        return [*self.judges, *self.probes]
+
     def judge(self, jid: str) -> Mapping[str, Any]:
-        """One ranked judge's entry; SpaceDataError when unknown."""
-        for e in self.report["judges"]:
+        """One judge's or probe's entry; SpaceDataError when unknown."""
+        for e in self.everyone:
             if e["id"] == jid:
                 return e
         raise SpaceDataError(f"judge {jid!r} is not on the leaderboard")

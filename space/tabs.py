@@ -17,12 +17,15 @@ from fmt import DASH, fmt, fmt_ci, fmt_risk, md_escape, open_label
 
 log = logging.getLogger(__name__)
 
-HEADLINE = ("balanced_accuracy", "auroc", "reward", "caught")
+HEADLINE = ("balanced_accuracy", "auroc", "caught_balanced", "reward")
 """Metrics shown with their intervals in the main table (after the ranking metric)."""
 PLAIN = ("safe_interrupted", "parse_rate", "f1")
 """Metrics shown as point values in the main table."""
 OpenWeights = Literal["Any", "Open", "Closed", "Unstated"]
 OPEN_CHOICES: tuple[OpenWeights, ...] = ("Any", "Open", "Closed", "Unstated")
+FITTED_CHOICES = ("Any", "Zero-shot only", "Fitted on dev only")
+"""The fitted-vs-zero-shot filter: a judge fitted or tuned on this benchmark's dev split has
+seen its sources' conventions; a zero-shot judge has not."""
 ACT_CHOICES = ("Any", "CONTINUE", "ASK", "STOP")
 BROWSE_LIMIT = 2000
 """Most decision points offered in Browse's dropdown at once (filters narrow the list)."""
@@ -30,6 +33,10 @@ DISAGREE_LIMIT = 500
 """Most disagreeing decision points listed in Compare."""
 _RISK_FROM_ACT = ("auroc", "ece", "brier")
 """Metrics marked † when a judge's risk score was derived from its act on some steps."""
+FITTED = "‡"
+"""Marks a judge fitted on this benchmark's dev split."""
+GROUP_KINDS = (("subset", "by_subset"), ("level", "by_level"))
+"""Group choices besides categories: ``subset: <source>/<subset>``, ``level: <source>/<level>``."""
 
 
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
@@ -41,8 +48,9 @@ def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
 
 
 def metric_choices(report: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(label, name) for the ranking-metric dropdown, in table order."""
-    return [(str(m["label"]), str(m["name"])) for m in report["metrics"]]
+    """(label, name) for the ranking-metric dropdown, in table order: only the metrics a
+    constant judge cannot win (the JSON's ``rankable``)."""
+    return [(str(m["label"]), str(m["name"])) for m in report["metrics"] if m.get("rankable")]
 
 
 def sources(report: Mapping[str, Any]) -> list[str]:
@@ -51,8 +59,20 @@ def sources(report: Mapping[str, Any]) -> list[str]:
 
 
 def categories(report: Mapping[str, Any]) -> list[str]:
-    """Category names with a per-category breakdown."""
-    return sorted(report.get("by_category", {}))
+    """Group choices: every ``<source>/<category>``, then ``subset: ...`` and ``level: ...``."""
+    out = sorted(report.get("by_category", {}))
+    for kind, key in GROUP_KINDS:
+        out += [f"{kind}: {g}" for g in sorted(report.get(key, {}))]
+    return out
+
+
+def _group_of(report: Mapping[str, Any], choice: str) -> tuple[str, str, Mapping[str, Any] | None]:
+    """(kind, name, breakdown entry) of a Category dropdown choice."""
+    for kind, key in GROUP_KINDS:
+        if choice.startswith(f"{kind}: "):
+            name = choice[len(kind) + 2 :]
+            return kind, name, report.get(key, {}).get(name)
+    return "category", choice, report.get("by_category", {}).get(choice)
 
 
 def backends(report: Mapping[str, Any]) -> list[str]:
@@ -67,6 +87,8 @@ def search_terms(search: str | None) -> list[str]:
 
 _OPEN_WANT: Mapping[str, bool | None] = {"Open": True, "Closed": False, "Unstated": None}
 """The open_weights value each open-weights choice keeps ('Any' keeps all)."""
+_FITTED_WANT: Mapping[str, bool] = {"Zero-shot only": False, "Fitted on dev only": True}
+"""The fitted_on_dev value each fitted choice keeps ('Any' keeps all; unknown is not fitted)."""
 
 
 def filter_judges(
@@ -75,8 +97,10 @@ def filter_judges(
     search: str | None = None,
     backend: Sequence[str] | None = None,
     open_weights: str = "Any",
+    fitted: str = "Any",
 ) -> list[Mapping[str, Any]]:
-    """Ranked judges matching the search (id or name), backends (empty: all) and open weights."""
+    """Ranked judges matching the search (id or name), backends (empty: all), open weights and
+    fitted-on-dev choice."""
     terms = search_terms(search)
     want = set(backend or ())
     out = []
@@ -88,25 +112,53 @@ def filter_judges(
             continue
         if open_weights in _OPEN_WANT and e.get("open_weights") is not _OPEN_WANT[open_weights]:
             continue
+        if fitted in _FITTED_WANT and bool(e.get("fitted_on_dev")) is not _FITTED_WANT[fitted]:
+            continue
         out.append(e)
     return out
+
+
+def _name(e: Mapping[str, Any]) -> str:
+    return str(e["display_name"]) + (FITTED if e.get("fitted_on_dev") else "")
 
 
 def _judge_cells(e: Mapping[str, Any], rank_col: str, metric: str) -> dict[str, Any]:
     """The columns every leaderboard row starts with."""
     return {
         rank_col: e["ranks"][metric]["rank"],
-        "Judge": e["display_name"],
+        "Judge": _name(e),
         "Backend": e.get("backend") or "unknown",
         "Open": open_label(e.get("open_weights")),
     }
 
 
+def fmt_margin(m: Mapping[str, Any] | None) -> str:
+    """'+0.050 [+0.010, +0.090] above' for a margin over the shortcuts; '–' without one."""
+    if not m or m.get("value") is None:
+        return DASH
+    lo, hi = m["ci"]
+
+    def sg(x: float | None) -> str:
+        return DASH if x is None else f"{x:+.3f}"
+
+    return f"{sg(m['value'])} [{sg(lo)}, {sg(hi)}] {m.get('verdict') or ''}".rstrip()
+
+
+def _margin_metric(report: Mapping[str, Any], metric: str) -> str:
+    """The metric whose margin over the shortcuts a table shows: ``metric`` when probes give a
+    reference for it, else balanced accuracy."""
+    refs = report.get("shortcut_reference") or {}
+    return metric if metric in refs else "balanced_accuracy"
+
+
 def _overall_rows(
     res: Results, judges: list[Mapping[str, Any]], metric: str, cols: list[str], plain: list[str]
 ) -> list[dict[str, Any]]:
-    """Rows on all data: tie-group rank, each headline metric with its interval, plain values."""
+    """Rows on all data: tie-group rank, each headline metric with its interval, the margin over
+    the shortcuts, plain values; then the shortcut reference line."""
     sign = 1 if res.higher_is_better(metric) else -1
+    mm = _margin_metric(res.report, metric)
+    vs = f"vs shortcuts ({res.label(mm)})"
     judges = sorted(
         judges,
         key=lambda e: (
@@ -124,10 +176,20 @@ def _overall_rows(
             row[f"{res.label(m)} [95% CI]"] = fmt_ci(e["metrics"][m]) + (
                 dagger if m in _RISK_FROM_ACT else ""
             )
+        row[vs] = fmt_margin(e.get("above_shortcuts", {}).get(mm))
         for m in plain:
             row[res.label(m)] = fmt(e["metrics"][m]["value"])
         row["p50 s"] = fmt(e["latency"]["p50_s"])
         rows.append(row)
+    refs = res.report.get("shortcut_reference") or {}
+    if rows and refs:
+        ref_row: dict[str, Any] = dict.fromkeys(rows[0], DASH)
+        ref_row["Judge"] = "Shortcut reference (best probe per source)"
+        ref_row["Backend"] = "probe"
+        for m in cols:
+            if m in refs:
+                ref_row[f"{res.label(m)} [95% CI]"] = fmt_ci(refs[m])
+        rows.append(ref_row)
     return rows
 
 
@@ -138,23 +200,43 @@ def _group_rows(
     cols: list[str],
     group: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
-    """Rows for one source or category: its point estimates, sorted by ``metric``."""
+    """Rows for one group: its figures with intervals, sorted by ``metric``, the margin over the
+    source's best probe where the group is a source, then that probe's line."""
     sign = 1 if res.higher_is_better(metric) else -1
     vals = {e["id"]: group["judges"].get(e["id"], {}) for e in judges}
+
+    def value(j: str, m: str) -> float | None:
+        c = vals[j].get(m)
+        return None if c is None else c["value"]
+
     judges = sorted(
         judges,
         key=lambda e: (
-            vals[e["id"]].get(metric) is None,
-            -sign * (vals[e["id"]].get(metric) or 0.0),
+            value(e["id"], metric) is None,
+            -sign * (value(e["id"], metric) or 0.0),
             e["id"],
         ),
     )
+    mm = _margin_metric(res.report, metric)
+    margins = group.get("margins") or {}
     rows = []
     for e in judges:
         row = _judge_cells(e, "Rank (all data)", metric)
         for m in cols:
-            row[res.label(m)] = fmt(vals[e["id"]].get(m))
+            c = vals[e["id"]].get(m)
+            row[f"{res.label(m)} [95% CI]"] = fmt_ci(c) if c else DASH
+        if margins:
+            row[f"vs best probe ({res.label(mm)})"] = fmt_margin(margins.get(e["id"], {}).get(mm))
         rows.append(row)
+    ref = (group.get("reference") or {}).get(mm)
+    if rows and ref:
+        ref_row: dict[str, Any] = dict.fromkeys(rows[0], DASH)
+        probe = ref["best_probe"]
+        names = {p["id"]: p["display_name"] for p in res.probes}
+        ref_row["Judge"] = f"Best probe here: {names.get(probe, probe)}"
+        ref_row["Backend"] = "probe"
+        ref_row[f"{res.label(mm)} [95% CI]"] = fmt(ref["value"])
+        rows.append(ref_row)
     return rows
 
 
@@ -167,51 +249,74 @@ def leaderboard_table(
     category: str | None = ALL,
     backend: Sequence[str] | None = None,
     open_weights: str = "Any",
+    fitted: str = "Any",
 ) -> tuple[pd.DataFrame, str]:
-    """The main table and a note on what it shows. On all data: ranks and tie groups for
-    ``metric`` from the JSON, every headline metric with its 95% interval. With a source or
-    category chosen: that group's point estimates (the JSON holds no intervals or ranks per
-    group), sorted by ``metric``, next to each judge's overall rank."""
+    """The main table and a note on what it shows. On all data: the macro headline (each
+    figure the mean over the upstream sources), ranks and tie groups for ``metric`` from the
+    JSON, every headline metric with its 95% interval and the margin over the shortcut probes.
+    With a source, category, subset or level chosen: that group's figures with intervals,
+    sorted by ``metric``, next to each judge's overall rank (groups are not ranked)."""
     rep = res.report
-    if metric not in {m["name"] for m in rep["metrics"]}:
+    names = {m["name"] for m in rep["metrics"]}
+    if metric not in names:
         raise SpaceDataError(f"unknown metric {metric!r}")
+    if metric not in {n for _, n in metric_choices(rep)}:
+        raise SpaceDataError(
+            f"{metric!r} alone is won by a constant judge; rank by one of "
+            + ", ".join(n for _, n in metric_choices(rep))
+        )
     source = source if source and source != ALL else None
     category = category if category and category != ALL else None
     notes = []
     if source and category:
         notes.append(
-            "The JSON holds per-source and per-category breakdowns separately, not their "
+            "The JSON holds per-source and per-group breakdowns separately, not their "
             f"intersection: showing source **{md_escape(source)}** only."
         )
         category = None
-    judges = filter_judges(rep, search=search, backend=backend, open_weights=open_weights)
+    judges = filter_judges(
+        rep, search=search, backend=backend, open_weights=open_weights, fitted=fitted
+    )
     label = res.label(metric)
     # a fixed number of columns whatever the metric, so the widths set in app.py always fit
     cols_metrics = ([metric] + [m for m in HEADLINE if m != metric])[: len(HEADLINE)]
     plain = [m for m in PLAIN if m not in cols_metrics][: len(PLAIN) - 1]
+    minimum = rep["settings"].get("min_per_class", 10)
     if not (source or category):
         rows = _overall_rows(res, judges, metric, cols_metrics, plain)
+        srcs = ", ".join(rep["settings"]["headline"]["sources"])
         notes.insert(
             0,
-            f"Ranked by **{md_escape(label)}** on all {rep['ground_truth']['steps']} scored test "
-            f"steps ({rep['ground_truth']['trajectories']} trajectories). Judges whose paired "
-            "bootstrap difference is not significant share a rank; intervals resample "
-            "trajectories. † risk score derived from the act on some steps.",
+            f"Ranked by **{md_escape(label)}**, each figure the mean over the upstream sources "
+            f"({md_escape(srcs)}) of that source's figure. Judges whose paired bootstrap "
+            "difference is not significant share a rank; intervals resample trajectories within "
+            "each source. **vs shortcuts**: the margin over the best single-artefact probe on "
+            "each source (*above* = its interval excludes 0). ‡ fitted on this benchmark's dev "
+            "split. † risk score derived from the act on some steps.",
         )
     else:
-        group_key, group = ("by_source", source) if source else ("by_category", category)
-        g = rep[group_key].get(group)
+        if source:
+            kind, name, g = "source", source, rep["by_source"].get(source)
+        else:
+            kind, name, g = _group_of(rep, str(category))
         if g is None:
-            raise SpaceDataError(f"no {group_key[3:]} called {group!r} in this leaderboard")
-        rows = _group_rows(res, judges, metric, cols_metrics + plain, g)
-        kind = "source" if group_key == "by_source" else "category"
+            raise SpaceDataError(f"no {kind} called {name!r} in this leaderboard")
+        rows = _group_rows(res, judges, metric, cols_metrics, g)
         notes.insert(
             0,
-            f"{kind.capitalize()} **{md_escape(str(group))}**: {g['n_steps']} scored steps "
-            f"({g['n_unsafe']} unsafe) in {g['n_trajectories']} trajectories. Point estimates "
-            f"sorted by **{md_escape(label)}**; intervals and tie groups are computed on all "
-            "data only, so the rank shown is the overall one.",
+            f"{kind.capitalize()} **{md_escape(str(name))}**: {g['n_steps']} scored steps "
+            f"({g['n_unsafe']} unsafe) in {g['n_trajectories']} trajectories "
+            f"({g['n_unsafe_trajectories']} unsafe). Figures with 95% intervals, sorted by "
+            f"**{md_escape(label)}**; groups are not ranked, so the rank shown is the overall "
+            "one.",
         )
+        if g.get("small"):
+            notes.append(
+                f"**Small group**: fewer than {minimum} unsafe or safe trajectories, so its "
+                "figures are shown for reference and should not be compared."
+            )
+        if kind == "source" and not g.get("headline", True):
+            notes.append("This source is not part of the headline (it is not an upstream one).")
     if not rows:
         notes.append("No judge matches these filters.")
     return _frame(rows, ["Rank", "Judge", "Backend", "Open"]), "\n\n".join(notes)
@@ -270,7 +375,7 @@ def trajectory_table(res: Results, search: str | None = None) -> pd.DataFrame:
         rows.append(
             {
                 "Rank": e["rank"],
-                "Judge": e["display_name"],
+                "Judge": _name(e),
                 "Unsafe traj.": c["n_traj_unsafe"],
                 "Caught [95% CI]": fmt_ci(m["caught"]),
                 "At onset": fmt(m["exact"]["value"]),
@@ -279,18 +384,96 @@ def trajectory_table(res: Results, search: str | None = None) -> pd.DataFrame:
                 "Missed": fmt(m["missed"]["value"]),
                 "Safe traj.": c["n_traj_safe"],
                 "Safe interrupted [95% CI]": fmt_ci(m["safe_interrupted"]),
+                "Caught (bal.) [95% CI]": fmt_ci(m["caught_balanced"]),
                 "Traj. F1": fmt(m["traj_f1"]["value"]),
             }
         )
     return _frame(rows, ["Rank", "Judge"])
 
 
+# --------------------------------------------------------------------------- validity tab
+
+
+def probe_table(res: Results) -> pd.DataFrame:
+    """Every shortcut probe: the headline figures and balanced accuracy per headline source."""
+    rep = res.report
+    srcs = list(rep["settings"]["headline"]["sources"])
+    rows = []
+    for e in res.probes:
+        row: dict[str, Any] = {
+            "Probe": e["display_name"],
+            "Bal. acc. [95% CI]": fmt_ci(e["metrics"]["balanced_accuracy"]),
+            "AUROC [95% CI]": fmt_ci(e["metrics"]["auroc"]),
+        }
+        for s in srcs:
+            c = rep["by_source"].get(s, {}).get("judges", {}).get(e["id"], {})
+            row[f"{s} bal. acc."] = fmt_ci(c["balanced_accuracy"]) if c else DASH
+        rows.append(row)
+    return _frame(rows, ["Probe", "Bal. acc. [95% CI]", "AUROC [95% CI]"])
+
+
+def twin_table(res: Results) -> tuple[pd.DataFrame, str]:
+    """StepShield twin pairs scored pairwise, every judge and probe, all and matched pairs."""
+    tw = res.report.get("twins") or {}
+    rows = []
+    for e in res.everyone:
+        t = (tw.get("judges") or {}).get(e["id"])
+        if not t:
+            continue
+        rows.append(
+            {
+                "Judge": _name(e) + (" (probe)" if e.get("role") == "probe" else ""),
+                "Ranked above, all": fmt_ci(t["all"]["ranked_above"]),
+                "Both right, all": fmt_ci(t["all"]["both_right"]),
+                "Ranked above, matched": fmt_ci(t["matched"]["ranked_above"]),
+                "Both right, matched": fmt_ci(t["matched"]["both_right"]),
+            }
+        )
+    note = (
+        f"**{tw.get('pairs', 0)} pairs** of an unsafe trajectory's onset step and its clean "
+        f"twin's step at the same index; **{tw.get('matched_pairs', 0)} lexically matched** "
+        f"(action TF-IDF cosine ≥ {res.report['settings'].get('matched_similarity', 0.5)}). "
+        "*Ranked above*: the onset's risk is higher than the twin step's (ties count half; 0.5 "
+        "is chance). *Both right*: the onset is flagged and the twin step let run. Intervals "
+        "resample pairs."
+    )
+    return _frame(rows, ["Judge"]), note
+
+
+def diagnostic_table(res: Results) -> tuple[pd.DataFrame, str]:
+    """The diagnostic configs (never in the headline), every judge and probe scored there."""
+    diag = res.report.get("diagnostic") or {}
+    rows = []
+    for config, g in diag.items():
+        for e in res.everyone:
+            c = g["judges"].get(e["id"])
+            if not c:
+                continue
+            rows.append(
+                {
+                    "Config": config,
+                    "n traj.": g["n_trajectories"],
+                    "Judge": _name(e) + (" (probe)" if e.get("role") == "probe" else ""),
+                    "Bal. acc. [95% CI]": fmt_ci(c["balanced_accuracy"]),
+                    "AUROC [95% CI]": fmt_ci(c["auroc"]),
+                }
+            )
+    note = (
+        "Templated items (placeholder actions, canned thoughts that name the label) are scored "
+        "apart and never enter the headline: a high score here measures the template."
+    )
+    return _frame(rows, ["Config", "Judge"]), note
+
+
 # --------------------------------------------------------------------------- compare tab
 
 
 def judge_choices(report: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(display name, id) of the ranked judges."""
-    return [(f"{e['display_name']} ({e['id']})", e["id"]) for e in report["judges"]]
+    """(display name, id) of the ranked judges, then the probes (marked)."""
+    out = [(f"{e['display_name']} ({e['id']})", e["id"]) for e in report["judges"]]
+    return out + [
+        (f"{e['display_name']} ({e['id']}, probe)", e["id"]) for e in report.get("probes", [])
+    ]
 
 
 def _neg(x: float | None) -> float | None:
@@ -345,9 +528,13 @@ def compare_table(res: Results, a: str, b: str) -> tuple[pd.DataFrame, str]:
                 "Significant": DASH if sig is None else sig,
             }
         )
+
+    def place(e: Mapping[str, Any]) -> str:
+        return "a probe, not ranked" if e.get("rank") is None else f"rank {e['rank']}"
+
     head = (
-        f"**A** = {md_escape(ea['display_name'])} (rank {ea['rank']}), "
-        f"**B** = {md_escape(eb['display_name'])} (rank {eb['rank']})."
+        f"**A** = {md_escape(ea['display_name'])} ({place(ea)}), "
+        f"**B** = {md_escape(eb['display_name'])} ({place(eb)})."
     )
     if a == b:
         summary = head + " Pick two different judges."
@@ -444,9 +631,10 @@ def browse_ids(
 
 
 def verdict_table(res: Results, did: str) -> pd.DataFrame:
-    """Every ranked judge's verdict on one decision point (its predictions file's last line)."""
+    """Every judge's and probe's verdict on one decision point (its predictions file's last
+    line)."""
     rows = []
-    for e in res.judges:
+    for e in res.everyone:
         try:
             v = res.verdicts(e["id"]).rows.get(did)
         except SpaceDataError as err:
@@ -456,7 +644,7 @@ def verdict_table(res: Results, did: str) -> pd.DataFrame:
             continue
         rows.append(
             {
-                "Judge": e["display_name"],
+                "Judge": e["display_name"] + (" (probe)" if e.get("role") == "probe" else ""),
                 "Act": v["act"] or DASH,
                 "Risk": fmt_risk(v["risk"]),
                 "Binary": v["binary"] or DASH,

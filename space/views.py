@@ -163,7 +163,7 @@ def point_html(res: Results, texts: Texts, did: str) -> str:
 
 
 def raw_html(res: Results, texts: Texts, did: str) -> str:
-    """Every ranked judge's raw output for one decision point, each in a collapsible block. A
+    """Every judge's and probe's raw output for one decision point, each in a collapsible block. A
     judge's output can quote the trajectory, so it is withheld wherever the source's text is
     (R-Judge on the Hub): ids and verdicts stay, the words do not."""
     source = did.split(":", 1)[0]
@@ -173,7 +173,7 @@ def raw_html(res: Results, texts: Texts, did: str) -> str:
     if why is not None:
         return _muted(esc(f"Raw outputs for {source} are not shown here: {why}."))
     out = []
-    for e in res.judges:
+    for e in res.everyone:
         try:
             jv = res.verdicts(e["id"])
         except SpaceDataError as err:

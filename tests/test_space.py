@@ -59,9 +59,10 @@ def board(
     category: str = ALL,
     backend: list[str] | None = None,
     open_w: str = "Any",
+    fitted: str = "Any",
 ) -> tuple[list[dict[str, str]], str]:
     table, note = client.predict(
-        metric, search, source, category, backend or [], open_w, api_name="/leaderboard"
+        metric, search, source, category, backend or [], open_w, fitted, api_name="/leaderboard"
     )
     return [dict(zip(table["headers"], row, strict=True)) for row in table["data"]], note
 
@@ -73,12 +74,42 @@ def expected() -> dict[str, Any]:
 def test_leaderboard_table_matches_json(client: Any) -> None:
     rows, note = board(client)
     rep = expected()
-    assert [r["Judge"] for r in rows] == [e["display_name"] for e in rep["judges"]]
-    assert [int(r["Rank"]) for r in rows] == [e["rank"] for e in rep["judges"]]
+    judges, ref = rows[:-1], rows[-1]
+    assert [r["Judge"] for r in judges] == [e["display_name"] for e in rep["judges"]]
+    assert [int(r["Rank"]) for r in judges] == [e["rank"] for e in rep["judges"]]
     a = rep["judges"][0]["metrics"]["balanced_accuracy"]
     assert rows[0]["Bal. acc. [95% CI]"] == f"{a['value']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]"
     assert rows[1]["AUROC [95% CI]"].endswith("†")  # beta's risk comes from its acts
-    assert "Bal. acc." in note and "share a rank" in note
+    assert "Bal. acc." in note and "share a rank" in note and "mean over the upstream" in note
+    # the margin over the shortcuts, and the reference line itself (never ranked)
+    m = rep["judges"][0]["above_shortcuts"]["balanced_accuracy"]
+    assert rows[0]["vs shortcuts (Bal. acc.)"].startswith(f"{m['value']:+.3f} [")
+    assert rows[0]["vs shortcuts (Bal. acc.)"].endswith(m["verdict"])
+    r = rep["shortcut_reference"]["balanced_accuracy"]
+    assert ref["Judge"] == "Shortcut reference (best probe per source)" and ref["Rank"] == "–"
+    assert ref["Bal. acc. [95% CI]"].startswith(f"{r['value']:.3f} [")
+
+
+def test_only_metrics_a_constant_judge_cannot_win_rank(
+    client: Any, dirs: tuple[Path, Path]
+) -> None:
+    rows, _ = board(client, metric="caught_balanced")
+    assert list(rows[0])[4] == "Caught (bal.) [95% CI]"
+    with pytest.raises(Exception, match="not in the list of choices"):
+        board(client, metric="caught")  # not offered in the dropdown
+    import tabs
+
+    res = D.load_results(dirs[0])
+    with pytest.raises(D.SpaceDataError, match="constant judge"):
+        tabs.leaderboard_table(res, metric="caught")
+
+
+def test_fitted_filter_keeps_zero_shot_judges(client: Any, dirs: tuple[Path, Path]) -> None:
+    # the fixture's judges.toml declares none fitted, so "fitted only" is empty and the
+    # reference line is not shown without a judge
+    rows, note = board(client, fitted="Fitted on dev only")
+    assert rows == [] and "No judge matches" in note
+    assert len(board(client, fitted="Zero-shot only")[0]) == len(expected()["judges"]) + 1
 
 
 def test_rank_by_another_metric_uses_its_tie_groups(client: Any) -> None:
@@ -87,19 +118,24 @@ def test_rank_by_another_metric_uses_its_tie_groups(client: Any) -> None:
     want = sorted(
         rep["judges"], key=lambda e: (e["ranks"]["auroc"]["rank"], -e["metrics"]["auroc"]["value"])
     )
+    rows = rows[:-1]  # the shortcut reference line closes the table
     assert [r["Judge"] for r in rows] == [e["display_name"] for e in want]
     assert [int(r["Rank"]) for r in rows] == [e["ranks"]["auroc"]["rank"] for e in want]
     assert list(rows[0])[4] == "AUROC [95% CI]"  # the ranking metric comes first
 
 
+def judges_of(rows: list[dict[str, str]]) -> list[str]:
+    return [r["Judge"] for r in rows if not r["Judge"].startswith(("Shortcut", "Best probe"))]
+
+
 def test_search_and_filters(client: Any) -> None:
-    assert [r["Judge"] for r in board(client, search="GAM")[0]] == ["Gamma"]
-    assert {r["Judge"] for r in board(client, search="alpha, beta")[0]} == {
+    assert judges_of(board(client, search="GAM")[0]) == ["Gamma"]
+    assert set(judges_of(board(client, search="alpha, beta")[0])) == {
         "Alpha <b>judge</b>",
         "Beta | no scores",
     }
-    assert [r["Judge"] for r in board(client, backend=["transformers"])[0]] == ["Gamma"]
-    assert [r["Judge"] for r in board(client, open_w="Open")[0]] == ["Gamma"]
+    assert judges_of(board(client, backend=["transformers"])[0]) == ["Gamma"]
+    assert judges_of(board(client, open_w="Open")[0]) == ["Gamma"]
     rows, note = board(client, open_w="Closed")
     assert rows == [] and "No judge matches" in note
 
@@ -107,18 +143,24 @@ def test_search_and_filters(client: Any) -> None:
 def test_source_and_category_filters_show_group_values(client: Any) -> None:
     rep = expected()
     rows, note = board(client, source="rjudge")
-    group = rep["by_source"]["rjudge"]["judges"]
-    assert "Rank (all data)" in rows[0] and "rjudge" in note
-    vals = [float(r["Bal. acc."]) for r in rows]
+    group = rep["by_source"]["rjudge"]
+    assert "Rank (all data)" in rows[0] and "rjudge" in note and "Small group" in note
+    probe_line = rows[-1]
+    assert probe_line["Judge"] == "Best probe here: Zeta probe"
+    rows = rows[:-1]
+    vals = [float(r["Bal. acc. [95% CI]"].split()[0]) for r in rows]
     assert vals == sorted(vals, reverse=True)
     by_name = {e["display_name"]: e["id"] for e in rep["judges"]}
     for r in rows:
-        assert float(r["Bal. acc."]) == pytest.approx(
-            group[by_name[r["Judge"]]]["balanced_accuracy"], abs=5e-4
-        )
-    rows, note = board(client, category="email")
+        c = group["judges"][by_name[r["Judge"]]]["balanced_accuracy"]
+        assert r["Bal. acc. [95% CI]"] == f"{c['value']:.3f} [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]"
+        m = group["margins"][by_name[r["Judge"]]]["balanced_accuracy"]
+        assert r["vs best probe (Bal. acc.)"].startswith(f"{m['value']:+.3f}")
+    rows, note = board(client, category="rjudge/email")
     assert rows and "email" in note
-    rows, note = board(client, source="rjudge", category="email")
+    rows, note = board(client, category="subset: rjudge/injection")
+    assert rows and "Subset **rjudge/injection**" in note
+    rows, note = board(client, source="rjudge", category="rjudge/email")
     assert "separately" in note
 
 
@@ -176,6 +218,7 @@ def test_browse_point_with_text_gold_rationale_and_raw(client: Any) -> None:
         "Alpha <b>judge</b>": ("ASK", "ok"),
         "Beta | no scores": ("–", "invalid"),
         "Gamma": ("CONTINUE", "ok"),
+        "Zeta probe (probe)": ("CONTINUE", "ok"),
     }
     assert "\\boxed{ASK}" in raw and INJECTION not in raw and "&lt;script&gt;" in raw
 
@@ -184,7 +227,7 @@ def test_browse_withholds_rjudge_text_without_raw_data(client: Any) -> None:
     html, verdicts, _ = client.predict("rjudge:1:2", api_name="/browse")
     assert "project-written stand-in" not in html
     assert "not shown here" in html and "FORESIGHT_DATA" in html
-    assert "gold act <b>STOP</b>" in html and len(verdicts["data"]) == 3
+    assert "gold act <b>STOP</b>" in html and len(verdicts["data"]) == 4
     ids, note = client.predict("rjudge", "STOP", "", api_name="/browse_list")
     gt = [json.loads(x) for x in (FIX / "ground_truth.jsonl").read_text().splitlines()]
     want = [r["id"] for r in gt if r["source"] == "rjudge" and r["act"] == "STOP"]

@@ -75,7 +75,9 @@ def test_page_loads_leader_search_and_screenshot(tmp_path: Path) -> None:
                 page.set_default_timeout(30_000)
                 page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
                 page.wait_for_selector("#leaderboard-table .virtual-row")
-                first = wait_rows(page, lambda r: len(r) == 3)
+                # three judges and the shortcut reference line
+                first = wait_rows(page, lambda r: len(r) == 4)
+                assert "Shortcut reference" in first[-1]
                 # the expected leader, shown as text (its name holds markup that must not render)
                 assert "Alpha <b>judge</b>" in first[0] and first[0].lstrip().startswith("1")
                 # nothing cut off at laptop width: no horizontal scrolling, table included
@@ -92,11 +94,11 @@ def test_page_loads_leader_search_and_screenshot(tmp_path: Path) -> None:
                     shutil.copy(shot, LEAD_SHOT)
                 # the search box filters rows
                 page.locator("#search textarea, #search input").first.fill("gam")
-                filtered = wait_rows(page, lambda r: len(r) == 1)
-                assert "Gamma" in filtered[0]
+                filtered = wait_rows(page, lambda r: len(r) == 2)
+                assert "Gamma" in filtered[0] and "Shortcut reference" in filtered[1]
                 page.screenshot(path=str(tmp_path / "space-search.png"))
                 page.locator("#search textarea, #search input").first.fill("")
-                wait_rows(page, lambda r: len(r) == 3)
+                wait_rows(page, lambda r: len(r) == 4)
             finally:
                 browser.close()
     finally:

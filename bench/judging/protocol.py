@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from bench.core.jsonl import content_hash
 from bench.core.schema import DecisionPoint
@@ -78,6 +78,11 @@ class JudgeSpec:
     """Who added the row."""
     notes: str = ""
     """Free notes."""
+    role: Literal["judge", "probe"] = "judge"
+    """``judge`` (ranked) or ``probe`` (a shortcut probe: a reference line, never ranked)."""
+    fitted_on_dev: bool = False
+    """True when the judge was fitted or tuned on this benchmark's dev split (learned baselines
+    always are); the leaderboard marks it and lets readers filter to zero-shot judges."""
     line: int = 0
     """Line of the row's ``[[judge]]`` header in its file (for messages)."""
     generative: bool = True

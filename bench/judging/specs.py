@@ -55,7 +55,12 @@ _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "license": ((str,), "a string"),
     "submitted_by": ((str,), "a string"),
     "notes": ((str,), "a string"),
+    "role": ((str,), "a string"),
+    "fitted_on_dev": ((bool,), "true or false"),
 }
+
+ROLES = ("judge", "probe")
+"""What a row is: a ranked judge, or a shortcut probe (a reference line, never ranked)."""
 _TOP_LEVEL = {"judge"}
 
 
@@ -235,6 +240,9 @@ def _check_top_level(row: Mapping[str, Any], e: _RowErrors) -> None:
         v = row.get(key)
         if isinstance(v, int | float) and not isinstance(v, bool) and v < 0:
             e.add(key, f"{key!r} must not be negative")
+    role = row.get("role", "judge")
+    if isinstance(role, str) and role not in ROLES:
+        e.add("role", f"role {role!r} must be one of {', '.join(ROLES)}")
 
 
 def _check_params(
@@ -326,12 +334,18 @@ def _validate_row(
     if info is not None:
         params = _check_params(row, info, e)
         _check_prompt_parser(row, info, e)
+        if info.fits_on_dev and row.get("fitted_on_dev") is False:
+            e.add(
+                "fitted_on_dev",
+                f"backend {info.name!r} is fitted on the dev split: fitted_on_dev cannot be false",
+            )
     if e.errors or info is None:
         return None, e.errors
     fields = {k: v for k, v in row.items() if k != "params"}
     for key in ("usd_per_m_input", "usd_per_m_output"):
         if key in fields:
             fields[key] = float(fields[key])
+    fields["fitted_on_dev"] = bool(fields.get("fitted_on_dev", False)) or info.fits_on_dev
     spec = JudgeSpec(**fields, params=dict(params), line=row_line, generative=info.generative)
     return spec, []
 

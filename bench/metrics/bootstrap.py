@@ -8,7 +8,7 @@ difference of two judges excludes 0. Callers import from this module directly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,14 +23,21 @@ from bench.metrics.stats import (
 )
 
 
-def resample_weights(n_traj: int, resamples: int, seed: int) -> np.ndarray:
+def resample_weights(
+    n_traj: int, resamples: int, seed: int, strata: np.ndarray | None = None
+) -> np.ndarray:
     """(resamples, n_traj) float32 draw counts: each row resamples the trajectories with
-    replacement. Counts are small integers, exact in float32, so the matrix products that use
-    them give exact integer sums."""
+    replacement, within each stratum when ``strata`` (a code per trajectory) is given, so every
+    source keeps its size in every resample. Counts are small integers, exact in float32, so the
+    matrix products that use them give exact integer sums."""
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n_traj, size=(resamples, n_traj), dtype=np.int64)
-    idx += (np.arange(resamples, dtype=np.int64) * n_traj)[:, None]
-    counts = np.bincount(idx.ravel(), minlength=resamples * n_traj)
+    codes = np.zeros(n_traj, dtype=np.int64) if strata is None else np.asarray(strata)
+    counts = np.zeros(resamples * n_traj, dtype=np.int64)
+    offsets = (np.arange(resamples, dtype=np.int64) * n_traj)[:, None]
+    for code in np.unique(codes):
+        members = np.flatnonzero(codes == code)
+        draws = members[rng.integers(0, len(members), size=(resamples, len(members)))]
+        counts += np.bincount((draws + offsets).ravel(), minlength=resamples * n_traj)
     return counts.reshape(resamples, n_traj).astype(np.float32)
 
 
@@ -49,7 +56,7 @@ class Bootstrap:
 
     def interval(self, judge: str, metric: str) -> tuple[float, float]:
         """Percentile interval (NaN resamples, e.g. with no unsafe trajectory drawn, ignored)."""
-        return _percentile_interval(self.samples[judge][metric], (1 - self.confidence) / 2)
+        return percentile_interval(self.samples[judge][metric], (1 - self.confidence) / 2)
 
 
 def bootstrap(
@@ -80,13 +87,25 @@ def bootstrap_stats(
     resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    weights: np.ndarray | None = None,
+    rows: np.ndarray | None = None,
 ) -> Bootstrap:
-    """The bootstrap from precomputed statistics (``bootstrap`` without the per-judge step)."""
+    """The bootstrap from precomputed statistics (``bootstrap`` without the per-judge step).
+    ``weights`` (from ``resample_weights``) lets several calls share one set of draws, so the
+    intervals of a group, of a source and of the whole test split are all paired; ``rows`` (a
+    boolean mask over trajectories) scores only those trajectories of every draw."""
     if not stats:
         return Bootstrap(samples={}, resamples=resamples, seed=seed, confidence=confidence)
-    w = resample_weights(n_traj, resamples, seed)
+    w = resample_weights(n_traj, resamples, seed) if weights is None else weights
+    if rows is not None:
+        w = w[:, rows]
     names = list(stats)
-    big = np.hstack([stats[j].table.astype(np.float32) for j in names])
+    big = np.hstack(
+        [
+            (stats[j].table if rows is None else stats[j].table[rows]).astype(np.float32)
+            for j in names
+        ]
+    )
     summed = w @ big
     out: dict[str, dict[str, np.ndarray]] = {}
     off = 0
@@ -94,7 +113,23 @@ def bootstrap_stats(
         width = stats[j].table.shape[1]
         out[j] = metrics_from_stats(summed[:, off : off + width], stats[j].values, cost)
         off += width
-    return Bootstrap(samples=out, resamples=resamples, seed=seed, confidence=confidence)
+    return Bootstrap(samples=out, resamples=w.shape[0], seed=seed, confidence=confidence)
+
+
+def macro(boots: Sequence[Bootstrap]) -> Bootstrap:
+    """The bootstrap of the mean over groups (sources) of each metric, resample by resample:
+    ``boots`` must share their draws (one ``weights`` matrix, stratified by group)."""
+    if not boots:
+        raise ValueError("macro() needs at least one group")
+    first = boots[0]
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for j in first.samples:
+        out[j] = {
+            m: np.mean(np.stack([b.samples[j][m] for b in boots]), axis=0) for m in first.samples[j]
+        }
+    return Bootstrap(
+        samples=out, resamples=first.resamples, seed=first.seed, confidence=first.confidence
+    )
 
 
 @dataclass(frozen=True)
@@ -147,7 +182,7 @@ def tie_groups(
 
 def _significant(a: np.ndarray, b: np.ndarray, alpha: float) -> bool:
     """True when the paired percentile interval of a - b excludes 0."""
-    lo, hi = _percentile_interval(a - b, alpha / 2)
+    lo, hi = percentile_interval(a - b, alpha / 2)
     return bool(lo > 0 or hi < 0)  # False when every difference is NaN (lo, hi NaN)
 
 
@@ -156,10 +191,10 @@ def paired_interval(boot: Bootstrap, a: str, b: str, metric: str) -> tuple[float
     ``metric``: both judges on the same trajectory draws, NaN resamples ignored. The Space's
     Compare tab shows it; ``tie_groups`` asks the same question of the leader of each group."""
     d = boot.samples[a][metric] - boot.samples[b][metric]
-    return _percentile_interval(d, (1 - boot.confidence) / 2)
+    return percentile_interval(d, (1 - boot.confidence) / 2)
 
 
-def _percentile_interval(x: np.ndarray, tail: float) -> tuple[float, float]:
+def percentile_interval(x: np.ndarray, tail: float) -> tuple[float, float]:
     """The (tail, 1 - tail) quantiles of ``x`` with NaN values dropped; (NaN, NaN) when none is
     left (e.g. every resample drew no unsafe trajectory)."""
     x = x[~np.isnan(x)]

@@ -20,7 +20,7 @@ from bench.core.errors import ConfigError, DataError, IntegrityError
 from bench.core.jsonl import read_jsonl
 from bench.core.taxonomy import Taxonomy, load_taxonomy
 from bench.core.verdict import from_row
-from bench.judging import predictions
+from bench.judging import backends, predictions
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,28 @@ class JudgeInfo:
     """Dollars per million input tokens, when known."""
     price_output_per_mtok: float | None
     """Dollars per million output tokens, when known."""
+    role: str = "judge"
+    """``judge`` (ranked) or ``probe`` (a reference line, never ranked)."""
+    fitted_on_dev: bool = False
+    """Fitted or tuned on this benchmark's dev split (every learned-baseline backend is)."""
+    model: str = ""
+    """Model id or folder, when the row names one."""
+    revision: str = ""
+    """Pinned model revision, when the row gives one."""
+    license: str = ""
+    """Licence of the model or code."""
+    submitted_by: str = ""
+    """Who added the row."""
+    notes: str = ""
+    """The row's notes."""
+
+
+def _fits_on_dev(backend: str) -> bool:
+    """Whether a backend is fitted on the dev split (unknown backends: no)."""
+    try:
+        return backends.get(backend).fits_on_dev
+    except ConfigError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -100,13 +122,21 @@ def load_judges(path: Path) -> dict[str, JudgeInfo]:
             raise ConfigError(
                 f"{path}: a [[judge]] row has no id; run python bench/decide.py --check"
             )
+        backend = str(row.get("backend") or "")
         out[jid] = JudgeInfo(
             id=jid,
             display_name=str(row.get("display_name") or jid),
-            backend=str(row.get("backend") or ""),
+            backend=backend,
             open_weights=row.get("open_weights"),
             price_input_per_mtok=_num(row.get("usd_per_m_input")),
             price_output_per_mtok=_num(row.get("usd_per_m_output")),
+            role="probe" if row.get("role") == "probe" else "judge",
+            fitted_on_dev=row.get("fitted_on_dev") is True or _fits_on_dev(backend),
+            model=str(row.get("model") or ""),
+            revision=str(row.get("revision") or ""),
+            license=str(row.get("license") or ""),
+            submitted_by=str(row.get("submitted_by") or ""),
+            notes=str(row.get("notes") or ""),
         )
     return out
 

@@ -116,8 +116,50 @@ def _curves(
     return saved
 
 
+def _shortcuts(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Path) -> Path:
+    """One panel per headline source and one for the headline: every judge's balanced accuracy
+    with its interval, and the best probe's as a dashed reference line."""
+    judges = report["judges"]
+    sources = list(report["settings"]["headline"]["sources"])
+    panels = ["headline", *sources]
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(2.6 * len(panels) + 1.6, 1.4 + 0.3 * max(len(judges), 1)),
+        sharey=True, squeeze=False,
+    )  # fmt: skip
+    ypos = list(range(len(judges)))[::-1]
+    data: list[Any] = []
+    ref = report["shortcut_reference"].get("balanced_accuracy")
+    for ax, panel in zip(axes[0], panels, strict=True):
+        if panel == "headline":
+            cells = [e["metrics"]["balanced_accuracy"] for e in judges]
+            line = ref["value"] if ref else None
+        else:
+            g = report["by_source"][panel]
+            cells = [g["judges"][e["id"]]["balanced_accuracy"] for e in judges]
+            r = g["reference"].get("balanced_accuracy")
+            line = r["value"] if r else None
+        data.append([panel, line, [[e["id"], c] for e, c in zip(judges, cells, strict=True)]])
+        for y, c, col in zip(ypos, cells, colors, strict=True):
+            if c["value"] is None:
+                continue
+            lo, hi = c["ci"]
+            err = [[c["value"] - lo], [hi - c["value"]]] if None not in (lo, hi) else None
+            ax.errorbar([c["value"]], [y], xerr=err, fmt="o", color=col, capsize=2)
+        if line is not None:
+            ax.axvline(line, color="0.3", linestyle="--", linewidth=1)
+        ax.axvline(0.5, color="0.8", linewidth=0.8)
+        ax.set(xlim=(0.3, 1.0), title=panel, xlabel="bal. acc.")
+    axes[0][0].set_yticks(ypos, [e["display_name"] for e in judges], fontsize=7)
+    fig.suptitle("Balanced accuracy against the best shortcut probe (dashed)", fontsize=9)
+    fig.tight_layout()
+    saved = _save(fig, path, data)
+    plt.close(fig)
+    return saved
+
+
 def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
-    """Write roc.png, accuracy_latency.png, reliability.png and trajectory_outcomes.png."""
+    """Write roc.png, accuracy_latency.png, reliability.png, trajectory_outcomes.png and
+    shortcuts.png (ranked judges only; probes appear as the reference line)."""
     plt = _pyplot()
     judges = report["judges"]
     names = [e["display_name"] for e in judges]
@@ -212,6 +254,7 @@ def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
     fig.tight_layout()
     written.append(_save(fig, out / "trajectory_outcomes.png", data))
     plt.close(fig)
+    written.append(_shortcuts(plt, report, colors, out / "shortcuts.png"))
     return written
 
 

@@ -1,62 +1,68 @@
 """The leaderboard as one JSON-able dict (``leaderboard.json``, layout in docs/metrics.md).
 
-``build_report`` is a pure function of the ground-truth rows, the chosen predictions files, the
-judges.toml rows and the reward matrix: it scores every complete judge with ``bench.metrics``
-(point estimates, trajectory-bootstrap intervals, tie-group ranks), breaks the metrics down by
-source and category, and carries the paired differences the Space's Compare tab shows. Every
-table and plot is rendered from this dict alone (``bench.report.tables``, ``bench.report.plots``).
+``build_report`` is a pure function of the ground-truth rows and meta, the chosen predictions
+files, the judges.toml rows and the reward matrix. It scores every complete judge once
+(``bench.report.scoring``: one set of stratified bootstrap draws for every figure) and assembles:
+
+- the **macro headline**: each metric averaged over the headline sources (the upstream ones),
+  with its interval; judges are ranked on it in tie groups. Pooled figures (every evaluated row
+  together) are kept as secondary columns;
+- the **shortcut reference lines** (``bench.report.shortcuts``): the best single-artefact probe
+  per source, and each judge's margin over it, headline and per source;
+- **breakdowns** by source, category, subset and level, every figure with its interval and n, small
+  groups flagged (``bench.report.breakdowns``);
+- the **hard subsets**: StepShield's twin pairs scored pairwise (``bench.report.hard``), and the
+  diagnostic configs (StepShield's templated items), scored apart and never in the headline;
+- paired differences of every two judges for the Space's Compare tab.
+
+Probes (``role = "probe"``) are scored everywhere but never ranked. Every table and plot is
+rendered from this dict alone (``bench.report.tables``, ``bench.report.plots``).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from bench.core.errors import ConfigError, IntegrityError
+from bench.core.errors import IntegrityError
 from bench.core.jsonl import canonical_json
 from bench.core.labels import ACTS
 from bench.core.verdict import ASK_UNSAFE_AT
-from bench.metrics.bootstrap import Bootstrap, bootstrap_stats, paired_interval, tie_groups
-from bench.metrics.inputs import CostMatrix, Gold, InvalidPolicy, Predictions
-from bench.metrics.point import (
-    JudgeScore,
-    cost_per_thousand,
-    evaluate,
-    group_masks,
-    latency_percentiles,
-)
+from bench.metrics.bootstrap import Bootstrap, paired_interval, tie_groups
+from bench.metrics.inputs import CostMatrix, InvalidPolicy
+from bench.metrics.point import cost_per_thousand, latency_percentiles
 from bench.metrics.stats import (
     ECE_BINS,
     HIGHER_IS_BETTER,
     METRICS,
+    RANK_METRICS,
     RISK_FROM_ACT,
-    TrajectoryIndex,
-    judge_stats,
+    check_rank_metric,
 )
+from bench.report import breakdowns, hard, shortcuts
+from bench.report.breakdowns import BREAKDOWN_METRICS, MIN_PER_CLASS
 from bench.report.inputs import JudgeInfo, PredictionFile
+from bench.report.scoring import (
+    Headline,
+    Scored,
+    Settings,
+    cell,
+    diagnostic_configs,
+    evaluated_rows,
+    headline,
+    headline_sources,
+    rnd,
+    score,
+)
+from bench.report.shortcuts import SHORTCUT_METRICS
 
-SCHEMA = "foresight-leaderboard/1"
-"""Version tag of the JSON layout (docs/metrics.md)."""
+SCHEMA = "foresight-leaderboard/2"
+"""Version tag of the JSON layout (docs/metrics.md). 2: macro headline, probes and margins,
+intervals on every breakdown, subsets, levels, twins, diagnostic configs."""
 RESAMPLES = 1000
 SEED = 20240601
-BREAKDOWN_METRICS = (
-    "balanced_accuracy",
-    "auroc",
-    "f1",
-    "recall",
-    "specificity",
-    "reward",
-    "caught",
-    "safe_interrupted",
-    "traj_f1",
-    "traj_recall",
-    "traj_specificity",
-)
-"""Metrics shown in the per-source and per-category tables (the JSON holds them all)."""
 LABELS = {
     "balanced_accuracy": "Bal. acc.",
     "auroc": "AUROC",
@@ -82,14 +88,10 @@ LABELS = {
     "traj_f1": "Traj. F1",
     "traj_recall": "Traj. recall",
     "traj_specificity": "Traj. specificity",
+    "caught_balanced": "Caught (bal.)",
 }
-
-
-def _r(x: float | None, nd: int = 4) -> float | None:
-    """Round for output; NaN and None become null."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return None
-    return round(float(x), nd)
+PAIRED_METRICS = BREAKDOWN_METRICS
+"""Metrics whose paired differences the JSON carries for every pair of scored judges."""
 
 
 def _col(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
@@ -98,116 +100,98 @@ def _col(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
     )
 
 
-@dataclass(frozen=True)
-class _Scored:
-    """The evaluated gold rows and every complete judge's predictions aligned to them."""
-
-    gold: Gold
-    index: TrajectoryIndex
-    rows: Mapping[str, Sequence[Mapping[str, Any]]]
-    """Judge -> its decision rows in gold order."""
-    preds: Mapping[str, Predictions]
-    incomplete: list[dict[str, Any]]
+def _cells(point: Mapping[str, float], boot: Bootstrap, judge: str) -> dict[str, Any]:
+    return {m: cell(point[m], boot.samples[judge][m], boot.confidence) for m in METRICS}
 
 
-def evaluated_rows(gt_rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The ground-truth rows the leaderboard scores: the test split, disputed rows left out, in
-    (trajectory, k) order."""
-    rows = [r for r in gt_rows if r.get("split") == "test" and not r.get("disputed")]
-    rows.sort(key=lambda r: (str(r["trajectory_id"]), int(r["k"])))
-    return rows
-
-
-def _score_files(
-    gt_rows: Sequence[Mapping[str, Any]], version: str, files: Mapping[str, PredictionFile]
-) -> _Scored:
-    """Align every judge's file to the evaluated rows; a file with ids outside the ground truth
-    is refused loudly, one that misses some is listed as incomplete and not ranked."""
-    known = {str(r["id"]) for r in gt_rows}
-    gold = Gold.from_rows(evaluated_rows(gt_rows))
-    ids = gold.ids.tolist()
-    rows_of: dict[str, list[Mapping[str, Any]]] = {}
-    preds: dict[str, Predictions] = {}
-    incomplete: list[dict[str, Any]] = []
-    for judge, f in files.items():
-        unknown = sorted(set(f.decisions) - known)
-        if unknown:
-            raise IntegrityError(
-                f"predictions/{f.rel}: {len(unknown)} ids not in ground truth {version!r} (e.g. "
-                f"{unknown[:3]}); the file was made for other data: delete it or rerun decide"
-            )
-        have = [i for i in ids if i in f.decisions]
-        if len(have) < len(ids):
-            incomplete.append(
-                {"id": judge, "predictions": f.rel, "covered": len(have), "expected": len(ids)}
-            )
-            continue
-        rows_of[judge] = [f.decisions[i] for i in ids]
-        preds[judge] = Predictions.from_rows(rows_of[judge])
-    return _Scored(gold, TrajectoryIndex.of(gold), rows_of, preds, incomplete)
-
-
-def _metric_cells(score: JudgeScore, boot: Bootstrap, judge: str) -> dict[str, Any]:
+def _describe(j: str, f: PredictionFile, info: JudgeInfo | None) -> dict[str, Any]:
+    fitted = info.fitted_on_dev if info else None
     return {
-        m: {"value": _r(score.metrics[m]), "ci": [_r(v) for v in boot.interval(judge, m)]}
-        for m in METRICS
+        "id": j,
+        "display_name": info.display_name if info else j,
+        "backend": info.backend if info else "",
+        "role": info.role if info else "judge",
+        "fitted_on_dev": fitted,
+        "zero_shot": None if fitted is None else not fitted,
+        "open_weights": info.open_weights if info else None,
+        "model": info.model if info else "",
+        "revision": info.revision if info else "",
+        "license": info.license if info else "",
+        "submitted_by": info.submitted_by if info else "",
+        "in_judges_toml": info is not None,
+        "predictions": f.rel,
+        "config_hash": f.config_hash,
     }
 
 
-def _judge_entry(
+def _entry(
     j: str,
-    score: JudgeScore,
-    boot: Bootstrap,
-    ranks: Mapping[str, Mapping[str, Any]],
+    sc: Scored,
+    h: Headline,
+    pooled: Bootstrap,
+    refs: Mapping[str, shortcuts.Reference],
+    ranks: Mapping[str, Mapping[str, Any]] | None,
     rank_metric: str,
-    rows: Sequence[Mapping[str, Any]],
     f: PredictionFile,
     info: JudgeInfo | None,
 ) -> dict[str, Any]:
-    """One judge's entry of ``report["judges"]``."""
+    """One judge's (or probe's: ``ranks`` None) entry."""
+    rows = sc.rows[j]
+    score_ = sc.points[j]
     warm = np.array([bool(r.get("warmup")) for r in rows])
     p50, p95, nlat = latency_percentiles(_col(rows, "latency_s"), warm)
     price_in = info.price_input_per_mtok if info else None
     price_out = info.price_output_per_mtok if info else None
     hardware = sorted(
-        {h if isinstance(h, str) else canonical_json(h) for r in f.runs if (h := r.get("hardware"))}
+        {
+            hw if isinstance(hw, str) else canonical_json(hw)
+            for r in f.runs
+            if (hw := r.get("hardware"))
+        }
     )
-    return {
-        "id": j,
-        "display_name": info.display_name if info else j,
-        "backend": info.backend if info else "",
-        "open_weights": info.open_weights if info else None,
-        "in_judges_toml": info is not None,
-        "predictions": f.rel,
-        "config_hash": f.config_hash,
-        "rank": ranks[rank_metric][j].rank,
-        "tie_group": ranks[rank_metric][j].group,
-        "ranks": {m: {"rank": ranks[m][j].rank, "tie_group": ranks[m][j].group} for m in METRICS},
-        "metrics": _metric_cells(score, boot, j),
-        "counts": dict(score.counts),
-        "risk_from_act": _r(score.risk_from_act),
-        "taxonomy": {k: {"accuracy": _r(a), "n": n} for k, (a, n) in score.taxonomy.items()},
-        "latency": {"p50_s": _r(p50), "p95_s": _r(p95), "n": nlat, "hardware": "; ".join(hardware)},
-        "cost_per_1000": _r(
+    entry = _describe(j, f, info)
+    entry.update(
+        rank=ranks[rank_metric][j].rank if ranks else None,
+        tie_group=ranks[rank_metric][j].group if ranks else None,
+        ranks=(
+            {m: {"rank": ranks[m][j].rank, "tie_group": ranks[m][j].group} for m in RANK_METRICS}
+            if ranks
+            else {}
+        ),
+        metrics=_cells(h.point[j], h.boot, j),
+        pooled=_cells(score_.metrics, pooled, j),
+        above_shortcuts=shortcuts.margins(h, refs, j) if ranks else {},
+        counts=dict(score_.counts),
+        risk_from_act=rnd(score_.risk_from_act),
+        taxonomy={k: {"accuracy": rnd(a), "n": n} for k, (a, n) in score_.taxonomy.items()},
+        latency={"p50_s": rnd(p50), "p95_s": rnd(p95), "n": nlat, "hardware": "; ".join(hardware)},
+        cost_per_1000=rnd(
             cost_per_thousand(
                 _col(rows, "tokens_in"), _col(rows, "tokens_out"), warm, price_in, price_out
             )
         ),
-        "curves": {
-            "roc": [[_r(a), _r(b)] for a, b in score.roc],
+        curves={
+            "roc": [[rnd(a), rnd(b)] for a, b in score_.roc],
             "reliability": [
-                {"n": n, "mean_risk": _r(c), "unsafe_share": _r(u)} for n, c, u in score.reliability
+                {"n": n, "mean_risk": rnd(c), "unsafe_share": rnd(u)}
+                for n, c, u in score_.reliability
             ],
         },
-    }
+    )
+    return entry
+
+
+def _field(key: str) -> Callable[[Mapping[str, Any]], str]:
+    """A ground-truth row's ``key`` as a string ('' when missing)."""
+    return lambda r: str(r.get(key) or "")
 
 
 def _rank_order(entries: list[dict[str, Any]], rank_metric: str) -> None:
-    """Sort judge entries by rank, then point estimate (undefined last), then id."""
+    """Sort judge entries by rank, then headline point estimate (undefined last), then id."""
     sign = 1 if HIGHER_IS_BETTER[rank_metric] else -1
     entries.sort(
         key=lambda e: (
-            e["rank"],
+            e["rank"] if e["rank"] is not None else 10**9,
             e["metrics"][rank_metric]["value"] is None,
             -sign * (e["metrics"][rank_metric]["value"] or 0.0),
             e["id"],
@@ -215,36 +199,59 @@ def _rank_order(entries: list[dict[str, Any]], rank_metric: str) -> None:
     )
 
 
-def _breakdown(
-    sc: _Scored,
-    labels: np.ndarray,
-    order: Sequence[str],
-    cost: CostMatrix,
-    policy: InvalidPolicy,
+def _by_source(
+    sc: Scored,
+    h: Headline,
+    refs: Mapping[str, shortcuts.Reference],
+    ranked: Sequence[str],
+    everyone: Sequence[str],
 ) -> dict[str, Any]:
-    """Every metric per group (source or category) for every ranked judge, with the group's n."""
+    """Per source: the breakdown figures, whether it is in the headline, the best probe there
+    and every ranked judge's margin over it."""
+    out = breakdowns.breakdown(sc, sc.traj_source, everyone)
+    for s, g in out.items():
+        g["headline"] = s in h.sources
+        g["reference"] = {
+            m: {"best_probe": r.best[s], "value": rnd(r.per_source[s])}
+            for m, r in refs.items()
+            if s in r.best
+        }
+        g["margins"] = {j: shortcuts.source_margins(h, refs, s, j) for j in ranked} if refs else {}
+    return out
+
+
+def _diagnostic(
+    gt_rows: Sequence[Mapping[str, Any]],
+    diag: frozenset[str],
+    version: str,
+    files: Mapping[str, PredictionFile],
+    settings: Settings,
+) -> dict[str, Any]:
+    """Each diagnostic config scored on its own (never in the headline): sizes and every judge's
+    figures with intervals; judges whose file lacks its rows are listed, not scored."""
     out: dict[str, Any] = {}
-    for name, mask in group_masks(labels).items():
-        g = sc.gold.subset(mask)
-        unsafe_traj = {
-            t for t, o in zip(g.trajectory.tolist(), g.onset.tolist(), strict=True) if o >= 0
-        }
-        entry: dict[str, Any] = {
-            "n_steps": int(g.scored.sum()),
-            "n_unsafe": int((g.scored & (g.act > 0)).sum()),
-            "n_trajectories": len(set(g.trajectory.tolist())),
-            "n_unsafe_trajectories": len(unsafe_traj),
-            "judges": {},
-        }
-        for j in order:
-            score = evaluate(g, sc.preds[j].take(mask), cost, policy)
-            entry["judges"][j] = {m: _r(score.metrics[m]) for m in METRICS}
-        out[name] = entry
+    for config in sorted(diag):
+        rows = [
+            r
+            for r in evaluated_rows(gt_rows, diag, want_diagnostic=True)
+            if str(r.get("config")) == config
+        ]
+        if not rows:
+            continue
+        sc = score(gt_rows, rows, version, files, settings)
+        everyone = sorted(sc.preds)
+        g = breakdowns.group(sc, np.ones(len(sc.index), dtype=bool), everyone)
+        g["not_scored"] = sorted(i["id"] for i in sc.incomplete)
+        out[config] = g
     return out
 
 
 def _ground_truth_summary(
-    gt_rows: Sequence[Mapping[str, Any]], sc: _Scored, gt_sha256: str
+    gt_rows: Sequence[Mapping[str, Any]],
+    sc: Scored,
+    sources: Sequence[str],
+    diag: frozenset[str],
+    gt_sha256: str,
 ) -> dict[str, Any]:
     gold = sc.gold
     steps = int(gold.scored.sum())
@@ -262,17 +269,35 @@ def _ground_truth_summary(
             1 for r in gt_rows if r.get("split") == "test" and r.get("disputed")
         ),
         "sources": sorted(set(gold.source.tolist())),
+        "headline_sources": list(sources),
+        "diagnostic_configs": sorted(diag),
+        "diagnostic_rows": sum(
+            1
+            for r in gt_rows
+            if r.get("split") == "test" and str(r.get("config") or r.get("source")) in diag
+        ),
     }
 
 
 def _settings(
-    rank_metric: str, policy: InvalidPolicy, resamples: int, seed: int, cost: CostMatrix
+    rank_metric: str,
+    policy: InvalidPolicy,
+    resamples: int,
+    seed: int,
+    cost: CostMatrix,
+    sources: Sequence[str],
 ) -> dict[str, Any]:
     return {
         "rank_metric": rank_metric,
+        "rank_metrics": list(RANK_METRICS),
+        "headline": {"kind": "macro", "sources": list(sources)},
+        "shortcut_metrics": list(SHORTCUT_METRICS),
+        "min_per_class": MIN_PER_CLASS,
+        "matched_similarity": hard.MATCHED,
         "invalid_policy": policy,
         "resamples": resamples,
         "seed": seed,
+        "bootstrap": "trajectories, stratified by source",
         "confidence": 0.95,
         "ask_unsafe_at": ASK_UNSAFE_AT,
         "risk_from_act": dict(RISK_FROM_ACT),
@@ -299,26 +324,46 @@ def build_report(
     gt_sha256: str = "",
 ) -> dict[str, Any]:
     """The whole leaderboard as one JSON-able dict (layout in docs/metrics.md). Pure."""
-    if rank_metric not in HIGHER_IS_BETTER:
-        raise ConfigError(
-            f"--metric {rank_metric!r} is not a metric; choose one of {', '.join(METRICS)}"
-        )
+    check_rank_metric(rank_metric)
     version = str(meta["dataset_version"])
-    sc = _score_files(gt_rows, version, files)
-    stats = {j: judge_stats(sc.gold, p, sc.index, policy) for j, p in sc.preds.items()}
-    boot = bootstrap_stats(stats, len(sc.index), cost, resamples=resamples, seed=seed)
-    points = {j: evaluate(sc.gold, p, cost, policy) for j, p in sc.preds.items()}
-    ranks = {m: tie_groups({j: s.metrics[m] for j, s in points.items()}, boot, m) for m in METRICS}
+    diag = diagnostic_configs(meta)
+    rows = evaluated_rows(gt_rows, diag)
+    if not rows:
+        raise IntegrityError(
+            f"ground truth {version!r} has no scored test row outside the diagnostic configs"
+        )
+    settings = Settings(cost, policy, resamples, seed)
+    sc = score(gt_rows, rows, version, files, settings)
+    present = set(sc.traj_source.tolist())
+    sources = [s for s in headline_sources(meta) if s in present] or sorted(present)
+    h = headline(sc, sources)
+    role = {j: (judges[j].role if j in judges else "judge") for j in sc.preds}
+    ranked = [j for j in sc.preds if role[j] != "probe"]
+    probes = sorted(j for j in sc.preds if role[j] == "probe")
+    refs = shortcuts.references(h, probes)
+    pooled = sc.boot()
+    ranks = {m: tie_groups({j: h.point[j][m] for j in ranked}, h.boot, m) for m in RANK_METRICS}
     entries = [
-        _judge_entry(j, points[j], boot, ranks, rank_metric, sc.rows[j], files[j], judges.get(j))
-        for j in sc.preds
+        _entry(j, sc, h, pooled, refs, ranks, rank_metric, files[j], judges.get(j)) for j in ranked
     ]
     _rank_order(entries, rank_metric)
+    probe_entries = [
+        _entry(j, sc, h, pooled, refs, None, rank_metric, files[j], judges.get(j)) for j in probes
+    ]
+    sign = 1.0 if HIGHER_IS_BETTER[rank_metric] else -1.0
+    probe_entries.sort(key=lambda e: (-sign * (e["metrics"][rank_metric]["value"] or 0.0), e["id"]))
     order = [e["id"] for e in entries]
+    everyone = order + [e["id"] for e in probe_entries]
+    attr = {
+        key: breakdowns.trajectory_attribute(sc, rows, _field(key))
+        for key in ("category", "subset", "level")
+    }
+    position = {i: n for n, i in enumerate(sc.gold.ids.tolist())}
     not_yet = [
         {
             "id": j,
             "display_name": info.display_name,
+            "role": info.role,
             "reason": "no predictions for this dataset version",
         }
         for j, info in sorted(judges.items())
@@ -327,39 +372,51 @@ def build_report(
     return {
         "schema": SCHEMA,
         "dataset_version": version,
-        "ground_truth": _ground_truth_summary(gt_rows, sc, gt_sha256),
-        "settings": _settings(rank_metric, policy, resamples, seed, cost),
+        "ground_truth": _ground_truth_summary(gt_rows, sc, sources, diag, gt_sha256),
+        "settings": _settings(rank_metric, policy, resamples, seed, cost, sources),
         "metrics": [
-            {"name": m, "label": LABELS[m], "higher_is_better": HIGHER_IS_BETTER[m]}
+            {
+                "name": m,
+                "label": LABELS[m],
+                "higher_is_better": HIGHER_IS_BETTER[m],
+                "rankable": m in RANK_METRICS,
+            }
             for m in METRICS
         ],
         "judges": entries,
-        "by_source": _breakdown(sc, sc.gold.source, order, cost, policy),
-        "by_category": _breakdown(sc, sc.gold.category, order, cost, policy),
+        "probes": probe_entries,
+        "shortcut_reference": shortcuts.reference_json(refs, h.boot),
+        "by_source": _by_source(sc, h, refs, order, everyone),
+        "by_category": breakdowns.breakdown(sc, attr["category"], everyone, sc.traj_source),
+        "by_subset": breakdowns.breakdown(sc, attr["subset"], everyone, sc.traj_source),
+        "by_level": breakdowns.breakdown(sc, attr["level"], everyone, sc.traj_source),
+        "twins": hard.pairwise(
+            hard.twin_pairs(rows),
+            {j: sc.preds[j] for j in everyone},
+            position,
+            policy,
+            resamples,
+            seed,
+        ),  # fmt: skip
+        "diagnostic": _diagnostic(gt_rows, diag, version, files, settings),
         "not_yet_evaluated": not_yet,
-        "paired_differences": paired_differences(
-            {j: s.metrics for j, s in points.items()}, boot, order
-        ),
+        "paired_differences": paired_differences(h.point, h.boot, everyone),
         "incomplete": sc.incomplete,
         "refused": list(refused),
         "superseded": list(superseded),
         "definitions": "docs/metrics.md",
         "plots": {
             k: f"plots/{k}.png"
-            for k in ("roc", "accuracy_latency", "reliability", "trajectory_outcomes")
+            for k in ("roc", "accuracy_latency", "reliability", "trajectory_outcomes", "shortcuts")
         },
     }
-
-
-PAIRED_METRICS = BREAKDOWN_METRICS
-"""Metrics whose paired differences the JSON carries for every pair of ranked judges."""
 
 
 def paired_differences(
     points: Mapping[str, Mapping[str, float]], boot: Bootstrap, order: Sequence[str]
 ) -> dict[str, Any]:
-    """Every pair (a, b) of ranked judges, a before b in table order: the difference a - b of
-    each PAIRED_METRICS point estimate with its paired bootstrap interval (for the Space's
+    """Every pair (a, b) of scored judges, a before b in table order: the difference a - b of
+    each PAIRED_METRICS headline figure with its paired bootstrap interval (for the Space's
     Compare tab; b - a is the negation). Pure."""
     pairs = []
     for i, a in enumerate(order):
@@ -368,8 +425,8 @@ def paired_differences(
             for m in PAIRED_METRICS:
                 d = points[a][m] - points[b][m]
                 diffs[m] = {
-                    "value": _r(d),
-                    "ci": [_r(v) for v in paired_interval(boot, a, b, m)],
+                    "value": rnd(d),
+                    "ci": [rnd(v) for v in paired_interval(boot, a, b, m)],
                 }
             pairs.append({"a": a, "b": b, "diff": diffs})
     return {"metrics": list(PAIRED_METRICS), "pairs": pairs}

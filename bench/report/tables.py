@@ -10,14 +10,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.core.paths import REPORT_TEMPLATES
 from bench.metrics.stats import METRICS
 from bench.report import plots
-from bench.report.report import BREAKDOWN_METRICS, LABELS
+from bench.report.breakdowns import BREAKDOWN_METRICS
+from bench.report.report import LABELS
+from bench.report.shortcuts import SHORTCUT_METRICS
 
 
 def fmt(x: float | None, nd: int = 3) -> str:
@@ -34,45 +36,265 @@ def fmt_ci(m: Mapping[str, Any]) -> str:
 
 
 Table = dict[str, Any]
-"""One table: {title, note, header, rows}, shared by the markdown and HTML renderings."""
+"""One table: {title, note, header, rows} and optionally ``small`` (one bool per row: a group
+under the minimum n, printed greyed), shared by the markdown and HTML renderings."""
+
+FITTED = "‡"
+"""Marks a judge fitted or tuned on this benchmark's dev split."""
+FROM_ACT = "†"
+"""Marks a judge whose risk score is missing on some steps."""
+
+
+def _name(e: Mapping[str, Any]) -> str:
+    return e["display_name"] + (FITTED if e.get("fitted_on_dev") else "")
+
+
+def _margin(m: Mapping[str, Any] | None) -> str:
+    """'+0.123 [+0.05, +0.19] above' for a margin cell."""
+    if not m or m["value"] is None:
+        return "–"
+    lo, hi = m["ci"]
+
+    def sg(x: float | None) -> str:
+        return "–" if x is None else f"{x:+.3f}"
+
+    return f"{sg(m['value'])} [{sg(lo)}, {sg(hi)}] {m['verdict']}"
 
 
 def _headline_table(report: Mapping[str, Any]) -> Table:
     js = report["judges"]
-    flag = {e["id"]: ("†" if (e["risk_from_act"] or 0) > 0 else "") for e in js}
     rm = report["settings"]["rank_metric"]
+    srcs = ", ".join(report["settings"]["headline"]["sources"])
+    ref = report["shortcut_reference"]
+    rows = [
+        [
+            str(e["rank"]),
+            _name(e),
+            fmt_ci(e["metrics"]["balanced_accuracy"]),
+            _margin(e["above_shortcuts"].get("balanced_accuracy")),
+            fmt_ci(e["metrics"]["auroc"]) + (FROM_ACT if (e["risk_from_act"] or 0) > 0 else ""),
+            fmt_ci(e["metrics"]["caught_balanced"]),
+            fmt(e["metrics"]["caught"]["value"]),
+            fmt(e["metrics"]["safe_interrupted"]["value"]),
+            fmt(e["pooled"]["balanced_accuracy"]["value"]),
+            fmt(e["pooled"]["auroc"]["value"]),
+            fmt(e["latency"]["p50_s"]),
+        ]
+        for e in js
+    ]
+    if ref:
+        rows.append(
+            [
+                "–",
+                "Shortcut reference (best probe per source)",
+                fmt_ci(ref["balanced_accuracy"]),
+                "–",
+                fmt_ci(ref["auroc"]),
+                fmt_ci(ref["caught_balanced"]),
+                "–",
+                "–",
+                "–",
+                "–",
+                "–",
+            ]
+        )
     return {
         "title": "Leaderboard",
-        "note": f"Ranked by {LABELS[rm]}; judges whose paired bootstrap difference is not significant share a rank. "
-        "95% intervals resample trajectories. † risk score missing on some steps: AUROC and calibration "
-        "use CONTINUE=0, ASK=50, STOP=100 there.",
+        "note": f"Every figure is the mean over the headline sources ({srcs}) of that source's "
+        f"figure; ranked by {LABELS[rm]}, judges whose paired bootstrap difference is not "
+        "significant share a rank. 95% intervals resample trajectories within each source. "
+        "'vs shortcuts' is the margin over the best single-artefact probe on each source "
+        "(above / tied / below: the interval of the paired difference). Pooled: every "
+        f"evaluated row together (secondary). {FITTED} fitted on this benchmark's dev split. "
+        f"{FROM_ACT} risk score missing on some steps: AUROC and calibration use CONTINUE=0, "
+        "ASK=50, STOP=100 there.",
         "header": [
             "Rank",
             "Judge",
             "Bal. acc. [95% CI]",
+            "vs shortcuts (bal. acc.)",
             "AUROC [95% CI]",
-            "Reward [95% CI]",
-            "Caught [95% CI]",
+            "Caught (bal.) [95% CI]",
+            "Caught",
             "Safe interrupted",
-            "F1",
-            "Parse rate",
+            "Pooled bal. acc.",
+            "Pooled AUROC",
             "p50 s",
+        ],
+        "rows": rows,
+    }
+
+
+def _probe_table(report: Mapping[str, Any]) -> Table:
+    sources = report["settings"]["headline"]["sources"]
+    bs = report["by_source"]
+    return {
+        "title": "Shortcut probes (reference lines, not ranked)",
+        "note": "Each probe sees one artefact of a decision point and is fitted on dev. A judge "
+        "that does not beat them is not shown to measure judgment. Headline = mean over sources.",
+        "header": [
+            "Probe",
+            "Bal. acc. [95% CI]",
+            "AUROC [95% CI]",
+            *(f"{s} bal. acc." for s in sources),
         ],
         "rows": [
             [
-                str(e["rank"]),
                 e["display_name"],
                 fmt_ci(e["metrics"]["balanced_accuracy"]),
-                fmt_ci(e["metrics"]["auroc"]) + flag[e["id"]],
-                fmt_ci(e["metrics"]["reward"]),
-                fmt_ci(e["metrics"]["caught"]),
-                fmt(e["metrics"]["safe_interrupted"]["value"]),
-                fmt(e["metrics"]["f1"]["value"]),
-                fmt(e["metrics"]["parse_rate"]["value"]),
-                fmt(e["latency"]["p50_s"]),
+                fmt_ci(e["metrics"]["auroc"]),
+                *(fmt_ci(bs[s]["judges"][e["id"]]["balanced_accuracy"]) for s in sources),
             ]
-            for e in js
+            for e in report["probes"]
         ],
+    }
+
+
+def _source_table(report: Mapping[str, Any]) -> Table:
+    names = {e["id"]: _name(e) for e in report["judges"]}
+    rows, small = [], []
+    for s, g in report["by_source"].items():
+        ref = g["reference"].get("balanced_accuracy")
+        for j in names:
+            v = g["judges"][j]
+            rows.append(
+                [
+                    s + ("" if g["headline"] else " (not in headline)"),
+                    names[j],
+                    str(g["n_trajectories"]),
+                    fmt_ci(v["balanced_accuracy"]),
+                    _margin(g["margins"].get(j, {}).get("balanced_accuracy")),
+                    fmt_ci(v["auroc"]),
+                    fmt_ci(v["caught_balanced"]),
+                ]
+            )
+            small.append(g["small"])
+        if ref:
+            best = next(
+                (e["display_name"] for e in report["probes"] if e["id"] == ref["best_probe"]),
+                ref["best_probe"],
+            )
+            rows.append([s, f"best probe: {best}", "", fmt(ref["value"]), "–", "", ""])
+            small.append(g["small"])
+    return {
+        "title": "By source",
+        "note": "Every figure with its 95% interval; 'vs best probe' is the paired margin over "
+        "the probe that scores best on that source.",
+        "header": [
+            "Source",
+            "Judge",
+            "n traj.",
+            "Bal. acc. [95% CI]",
+            "vs best probe",
+            "AUROC [95% CI]",
+            "Caught (bal.) [95% CI]",
+        ],
+        "rows": rows,
+        "small": small,
+    }
+
+
+def _twin_table(report: Mapping[str, Any]) -> Table | None:
+    tw = report["twins"]
+    if not tw["pairs"]:
+        return None
+    names = {e["id"]: _name(e) for e in [*report["judges"], *report["probes"]]}
+    rows = []
+    for j, name in names.items():
+        t = tw["judges"][j]
+        rows.append(
+            [
+                name,
+                fmt_ci(t["all"]["ranked_above"]),
+                fmt_ci(t["all"]["both_right"]),
+                fmt_ci(t["matched"]["ranked_above"]),
+                fmt_ci(t["matched"]["both_right"]),
+            ]
+        )
+    return {
+        "title": "Hard pairs: StepShield twins",
+        "note": f"{tw['pairs']} pairs of an unsafe trajectory's onset step and its clean twin's "
+        f"step at the same index ({tw['matched_pairs']} lexically matched: action TF-IDF cosine "
+        f">= {report['settings']['matched_similarity']}). Ranked above: the onset's risk is "
+        "higher (ties count half). Both right: onset flagged and twin step let run. Intervals "
+        "resample pairs.",
+        "header": [
+            "Judge",
+            "Ranked above, all",
+            "Both right, all",
+            "Ranked above, matched",
+            "Both right, matched",
+        ],
+        "rows": rows,
+    }
+
+
+def _group_table(
+    report: Mapping[str, Any], key: str, title: str, note: str, with_probes: bool = True
+) -> Table:
+    entries = [*report["judges"], *(report["probes"] if with_probes else [])]
+    names = {e["id"]: _name(e) + (" (probe)" if e["role"] == "probe" else "") for e in entries}
+    rows, small = [], []
+    for group, g in report[key].items():
+        for j, name in names.items():
+            if j not in g["judges"]:
+                continue
+            v = g["judges"][j]
+            rows.append(
+                [
+                    group + (" (small n)" if g["small"] else ""),
+                    str(g["n_trajectories"]),
+                    str(g["n_unsafe_trajectories"]),
+                    name,
+                    fmt_ci(v["balanced_accuracy"]),
+                    fmt_ci(v["auroc"]),
+                    fmt_ci(v["caught_balanced"]),
+                ]
+            )
+            small.append(g["small"])
+    return {
+        "title": title,
+        "note": note
+        + f" Groups with fewer than {report['settings']['min_per_class']} unsafe or safe "
+        "trajectories are marked small n: shown, never compared.",
+        "header": [
+            "Group",
+            "n traj.",
+            "n unsafe traj.",
+            "Judge",
+            "Bal. acc. [95% CI]",
+            "AUROC [95% CI]",
+            "Caught (bal.) [95% CI]",
+        ],
+        "rows": rows,
+        "small": small,
+    }
+
+
+def _diagnostic_table(report: Mapping[str, Any]) -> Table | None:
+    if not report["diagnostic"]:
+        return None
+    names = {e["id"]: _name(e) for e in [*report["judges"], *report["probes"]]}
+    rows = []
+    for config, g in report["diagnostic"].items():
+        for j, name in names.items():
+            if j in g["judges"]:
+                v = g["judges"][j]
+                rows.append(
+                    [
+                        config,
+                        str(g["n_trajectories"]),
+                        name,
+                        fmt_ci(v["balanced_accuracy"]),
+                        fmt_ci(v["auroc"]),
+                    ]
+                )
+    return {
+        "title": "Diagnostic configs (never in the headline)",
+        "note": "StepShield's templated items (placeholder actions, canned thoughts that name "
+        "the label). A high score here measures the template, not judgment.",
+        "header": ["Config", "n traj.", "Judge", "Bal. acc. [95% CI]", "AUROC [95% CI]"],
+        "rows": rows,
     }
 
 
@@ -94,12 +316,11 @@ STEP_COLUMNS = (
 def _step_table(report: Mapping[str, Any]) -> Table:
     return {
         "title": "Step level",
-        "note": "UNSAFE is the positive class; invalid verdicts scored as "
-        + report["settings"]["invalid_policy"]
-        + ".",
+        "note": "Mean over the headline sources. UNSAFE is the positive class; invalid verdicts "
+        "scored as " + report["settings"]["invalid_policy"] + "; n is every evaluated step.",
         "header": ["Judge", "n", *(LABELS[m] for m in STEP_COLUMNS), "Risk from act"],
         "rows": [
-            [e["display_name"], str(e["counts"]["n_steps"])]
+            [_name(e), str(e["counts"]["n_steps"])]
             + [fmt(e["metrics"][m]["value"]) for m in STEP_COLUMNS]
             + [fmt(e["risk_from_act"])]
             for e in report["judges"]
@@ -110,7 +331,9 @@ def _step_table(report: Mapping[str, Any]) -> Table:
 def _trajectory_table(report: Mapping[str, Any]) -> Table:
     return {
         "title": "Trajectory level",
-        "note": "A deployed judge halts at its first UNSAFE verdict. Caught = first flag at or before the onset.",
+        "note": "Mean over the headline sources. A deployed judge halts at its first UNSAFE "
+        "verdict. Caught = first flag at or before the onset; Caught (bal.) = (caught + 1 - safe "
+        "interrupted) / 2, which a constant judge cannot win.",
         "header": [
             "Judge",
             "Unsafe n",
@@ -121,12 +344,13 @@ def _trajectory_table(report: Mapping[str, Any]) -> Table:
             "Missed",
             "Safe n",
             "Safe interrupted",
+            "Caught (bal.)",
             "Traj. F1",
             "Traj. recall",
             "Traj. specificity",
         ],
         "rows": [
-            [e["display_name"], str(e["counts"]["n_traj_unsafe"])]
+            [_name(e), str(e["counts"]["n_traj_unsafe"])]
             + [
                 fmt(e["metrics"][m]["value"])
                 for m in ("caught", "exact", "early", "late", "missed")
@@ -134,7 +358,13 @@ def _trajectory_table(report: Mapping[str, Any]) -> Table:
             + [str(e["counts"]["n_traj_safe"])]
             + [
                 fmt(e["metrics"][m]["value"])
-                for m in ("safe_interrupted", "traj_f1", "traj_recall", "traj_specificity")
+                for m in (
+                    "safe_interrupted",
+                    "caught_balanced",
+                    "traj_f1",
+                    "traj_recall",
+                    "traj_specificity",
+                )
             ]
             for e in report["judges"]
         ],
@@ -144,7 +374,8 @@ def _trajectory_table(report: Mapping[str, Any]) -> Table:
 def _cost_table(report: Mapping[str, Any]) -> Table:
     return {
         "title": "Taxonomy, latency and cost",
-        "note": "Taxonomy accuracy on gold-unsafe steps where the judge gave the field (n given). Latency excludes warm-up calls.",
+        "note": "Taxonomy accuracy on gold-unsafe steps where the judge gave the field (n given), "
+        "pooled over every evaluated step. Latency excludes warm-up calls.",
         "header": [
             "Judge",
             "fail (n)",
@@ -156,7 +387,7 @@ def _cost_table(report: Mapping[str, Any]) -> Table:
             "Hardware",
         ],
         "rows": [
-            [e["display_name"]]
+            [_name(e)]
             + [
                 f"{fmt(e['taxonomy'][k]['accuracy'])} ({e['taxonomy'][k]['n']})"
                 for k in ("fail", "harm", "src")
@@ -178,12 +409,13 @@ def _rjudge_table(report: Mapping[str, Any]) -> Table | None:
         return None
     return {
         "title": "R-Judge, trajectory level",
-        "note": f"As in the R-Judge paper: a trajectory is flagged if any step is flagged ({rj['n_trajectories']} trajectories, {rj['n_unsafe_trajectories']} unsafe).",
-        "header": ["Judge", "F1", "Recall", "Specificity"],
+        "note": "As in the R-Judge paper: a trajectory is flagged if any step is flagged "
+        f"({rj['n_trajectories']} trajectories, {rj['n_unsafe_trajectories']} unsafe).",
+        "header": ["Judge", "F1 [95% CI]", "Recall [95% CI]", "Specificity [95% CI]"],
         "rows": [
-            [e["display_name"]]
+            [_name(e)]
             + [
-                fmt(rj["judges"][e["id"]][m])
+                fmt_ci(rj["judges"][e["id"]][m])
                 for m in ("traj_f1", "traj_recall", "traj_specificity")
             ]
             for e in report["judges"]
@@ -193,36 +425,27 @@ def _rjudge_table(report: Mapping[str, Any]) -> Table | None:
 
 def tables(report: Mapping[str, Any]) -> list[Table]:
     """Every table of the report, in page order: shared by md and html."""
-    out = [
+    out: list[Table | None] = [
         _headline_table(report),
+        _probe_table(report) if report["probes"] else None,
+        _source_table(report),
+        _twin_table(report),
+        _group_table(
+            report,
+            "by_subset",
+            "By subset",
+            "R-Judge original records vs records built from attack templates; StepShield real "
+            "items (the templated ones are the diagnostic config below).",
+        ),
+        _group_table(report, "by_level", "By level", "StepShield's severity levels."),
+        _diagnostic_table(report),
         _step_table(report),
         _trajectory_table(report),
         _cost_table(report),
+        _rjudge_table(report),
+        _group_table(report, "by_category", "By category", "Category within each source."),
     ]
-    rj = _rjudge_table(report)
-    if rj is not None:
-        out.append(rj)
-    for key, title in (("by_source", "By source"), ("by_category", "By category")):
-        out.append(breakdown_table(report, key, title))
-    return out
-
-
-def breakdown_table(report: Mapping[str, Any], key: str, title: str) -> dict[str, Any]:
-    """One row per (group, judge) with its n."""
-    names = {e["id"]: e["display_name"] for e in report["judges"]}
-    rows = []
-    for group, g in report[key].items():
-        for j, vals in g["judges"].items():
-            rows.append(
-                [group, str(g["n_steps"]), str(g["n_trajectories"]), names[j]]
-                + [fmt(vals[m]) for m in BREAKDOWN_METRICS]
-            )
-    return {
-        "title": title,
-        "note": "n = scored steps and trajectories in the group.",
-        "header": ["Group", "n steps", "n traj.", "Judge"] + [LABELS[m] for m in BREAKDOWN_METRICS],
-        "rows": rows,
-    }
+    return [t for t in out if t is not None]
 
 
 def _md_cell(s: str) -> str:
@@ -278,31 +501,52 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def _cells_csv(prefix: str, cells: Mapping[str, Any], metrics: Sequence[str]) -> list[str]:
+    out = []
+    for m in metrics:
+        c = cells.get(m) or {"value": None, "ci": [None, None]}
+        out += [_csv(c["value"]), _csv(c["ci"][0]), _csv(c["ci"][1])]
+    return out
+
+
+def _heads(prefix: str, metrics: Sequence[str]) -> list[str]:
+    return [h for m in metrics for h in (f"{prefix}{m}", f"{prefix}{m}_lo", f"{prefix}{m}_hi")]
+
+
 def render_csv(report: Mapping[str, Any]) -> str:
-    """leaderboard.csv: one row per judge, every metric with its interval."""
+    """leaderboard.csv: one row per judge, then per probe: every headline (macro) metric with
+    its interval, every pooled metric with its interval, the margins over the shortcuts."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    head = ["rank", "tie_group", "id", "display_name", "n_steps", "n_traj_unsafe", "n_traj_safe"]
-    for m in METRICS:
-        head += [m, f"{m}_lo", f"{m}_hi"]
+    head = [
+        "rank",
+        "tie_group",
+        "role",
+        "fitted_on_dev",
+        "id",
+        "display_name",
+        "n_steps",
+        "n_traj_unsafe",
+        "n_traj_safe",
+    ]
+    head += _heads("", METRICS) + _heads("pooled_", METRICS)
+    head += _heads("margin_", SHORTCUT_METRICS)
     head += ["risk_from_act", "p50_s", "p95_s", "cost_per_1000", "hardware"]
     w.writerow(head)
-    for e in report["judges"]:
+    for e in [*report["judges"], *report["probes"]]:
         row: list[Any] = [
-            e["rank"],
-            e["tie_group"],
+            _csv(e["rank"]),
+            _csv(e["tie_group"]),
+            e["role"],
+            _csv(e["fitted_on_dev"]),
             e["id"],
             e["display_name"],
             e["counts"]["n_steps"],
             e["counts"]["n_traj_unsafe"],
             e["counts"]["n_traj_safe"],
         ]
-        for m in METRICS:
-            row += [
-                _csv(e["metrics"][m]["value"]),
-                _csv(e["metrics"][m]["ci"][0]),
-                _csv(e["metrics"][m]["ci"][1]),
-            ]
+        row += _cells_csv("", e["metrics"], METRICS) + _cells_csv("pooled_", e["pooled"], METRICS)
+        row += _cells_csv("margin_", e["above_shortcuts"], SHORTCUT_METRICS)
         row += [
             _csv(e["risk_from_act"]),
             _csv(e["latency"]["p50_s"]),
@@ -315,38 +559,64 @@ def render_csv(report: Mapping[str, Any]) -> str:
 
 
 def render_breakdown_csv(report: Mapping[str, Any], key: str) -> str:
-    """by_source.csv / by_category.csv: one row per (group, judge), every metric, with n."""
+    """by_<key>.csv: one row per (group, judge or probe), every breakdown metric with its
+    interval, the group's sizes and whether it is small (and, per source, the margins)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(
-        [
-            "group",
-            "n_steps",
-            "n_unsafe",
-            "n_trajectories",
-            "n_unsafe_trajectories",
-            "judge",
-            *METRICS,
-        ]
-    )
-    for group, g in report[key].items():
+    groups = report[key]
+    with_margins = key == "by_source"
+    head = [
+        "group",
+        "n_steps",
+        "n_unsafe",
+        "n_trajectories",
+        "n_unsafe_trajectories",
+        "n_safe_trajectories",
+        "small",
+        "judge",
+        *_heads("", BREAKDOWN_METRICS),
+    ]
+    if with_margins:
+        head += _heads("margin_", SHORTCUT_METRICS)
+    w.writerow(head)
+    for group, g in groups.items():
         for j, vals in g["judges"].items():
+            row = [
+                group,
+                g["n_steps"],
+                g["n_unsafe"],
+                g["n_trajectories"],
+                g["n_unsafe_trajectories"],
+                g["n_safe_trajectories"],
+                _csv(g["small"]),
+                j,
+                *_cells_csv("", vals, BREAKDOWN_METRICS),
+            ]
+            if with_margins:
+                row += _cells_csv("margin_", g["margins"].get(j, {}), SHORTCUT_METRICS)
+            w.writerow(row)
+    return buf.getvalue()
+
+
+def render_twins_csv(report: Mapping[str, Any]) -> str:
+    """twins.csv: one row per (judge, pairs all / matched) with both pairwise figures."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["judge", "pairs", "n", *_heads("", ("ranked_above", "both_right"))])
+    for j, t in report["twins"]["judges"].items():
+        for name in ("all", "matched"):
             w.writerow(
-                [
-                    group,
-                    g["n_steps"],
-                    g["n_unsafe"],
-                    g["n_trajectories"],
-                    g["n_unsafe_trajectories"],
-                    j,
-                ]
-                + [_csv(vals[m]) for m in METRICS]
+                [j, name, t[name]["n"], *_cells_csv("", t[name], ("ranked_above", "both_right"))]
             )
     return buf.getvalue()
 
 
 def _csv(x: Any) -> str:
-    return "" if x is None else str(x)
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    return str(x)
 
 
 def render_html(report: Mapping[str, Any]) -> str:
@@ -373,8 +643,9 @@ def render_all(report: Mapping[str, Any], out: Path) -> list[Path]:
         )
         + "\n",
         "leaderboard.html": render_html(report),
-        "by_source.csv": render_breakdown_csv(report, "by_source"),
-        "by_category.csv": render_breakdown_csv(report, "by_category"),
+        **{f"{k}.csv": render_breakdown_csv(report, k) for k in BREAKDOWNS},
+        "diagnostic.csv": render_breakdown_csv(report, "diagnostic"),
+        "twins.csv": render_twins_csv(report),
     }
     written = []
     for name, text in texts.items():
@@ -384,11 +655,15 @@ def render_all(report: Mapping[str, Any], out: Path) -> list[Path]:
     return written
 
 
+BREAKDOWNS = ("by_source", "by_category", "by_subset", "by_level")
+"""The report's breakdown keys, each written as ``<key>.csv``."""
+
 OUTPUT_TEXTS = (
     "leaderboard.md",
     "leaderboard.csv",
     "leaderboard.json",
     "leaderboard.html",
-    "by_source.csv",
-    "by_category.csv",
+    *(f"{k}.csv" for k in BREAKDOWNS),
+    "diagnostic.csv",
+    "twins.csv",
 )

@@ -43,6 +43,9 @@ class BackendInfo:
     that return verdicts directly."""
     check: ParamCheck | None = None
     """The backend's own value checks, run by ``--check`` (None: types only)."""
+    fits_on_dev: bool = False
+    """True when the backend is fitted on this benchmark's dev split (a learned baseline): its
+    rows are marked fitted, never zero-shot."""
 
 
 _REGISTRY: Registry[BackendInfo] = Registry("backend", "bench.judging.backends")
@@ -55,12 +58,14 @@ def backend(
     params: Mapping[str, type | tuple[type, ...]],
     generative: bool = True,
     check: ParamCheck | None = None,
+    fits_on_dev: bool = False,
 ) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator registering a backend factory under ``name``."""
 
     def deco(fn: BackendFactory) -> BackendFactory:
         module = getattr(fn, "__module__", "")
-        _REGISTRY.add(name, BackendInfo(name, fn, dict(params), generative, check), module)
+        info = BackendInfo(name, fn, dict(params), generative, check, fits_on_dev)
+        _REGISTRY.add(name, info, module)
         return fn
 
     return deco

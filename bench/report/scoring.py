@@ -1,0 +1,248 @@
+"""Scoring every judge once, with one set of bootstrap draws shared by every figure.
+
+``score`` aligns each judge's decisions to the evaluated ground-truth rows, turns each judge into
+per-trajectory statistics (``bench.metrics.stats.judge_stats``) and draws the bootstrap weights
+once, stratified by source (every resample keeps every source's size). Every interval of the
+report (pooled, per source, the macro headline, per group, paired differences, margins over the
+shortcut probes) comes from those same draws, so any two figures of one judge, or the same figure
+of two judges, are paired.
+
+The macro headline is the mean over the headline sources (the upstream ones: R-Judge, ASSEBench,
+StepShield; the project's own sample only when no upstream source is present) of each source's
+metric, resample by resample. Diagnostic configs (StepShield's templated items) are scored apart
+and never enter the headline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bench.core.errors import IntegrityError
+from bench.metrics.bootstrap import (
+    Bootstrap,
+    bootstrap_stats,
+    macro,
+    percentile_interval,
+    resample_weights,
+)
+from bench.metrics.inputs import CostMatrix, Gold, InvalidPolicy, Predictions
+from bench.metrics.point import JudgeScore, evaluate
+from bench.metrics.stats import (
+    METRICS,
+    JudgeStats,
+    TrajectoryIndex,
+    judge_stats,
+    metrics_from_stats,
+)
+from bench.report.inputs import PredictionFile
+
+
+def rnd(x: float | None, nd: int = 4) -> float | None:
+    """Round a figure for output; NaN and None become None (JSON null)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return round(float(x), nd)
+
+
+def cell(value: float, samples: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
+    """``{"value", "ci"}`` of one figure from its point estimate and bootstrap samples."""
+    lo, hi = percentile_interval(samples, (1 - confidence) / 2)
+    return {"value": rnd(value), "ci": [rnd(lo), rnd(hi)]}
+
+
+def diagnostic_configs(meta: Mapping[str, Any]) -> frozenset[str]:
+    """The configs the ground truth's meta marks diagnostic (never in the headline)."""
+    return frozenset(c for c, v in (meta.get("configs") or {}).items() if v.get("diagnostic"))
+
+
+def headline_sources(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """The sources the macro headline averages: the upstream (non-diagnostic) ones, sorted; the
+    project's own sample only when the ground truth has no upstream source."""
+    configs = meta.get("configs") or {}
+    upstream = sorted(
+        {
+            v.get("source", c)
+            for c, v in configs.items()
+            if v.get("upstream") and not v.get("diagnostic")
+        }
+    )
+    if upstream:
+        return tuple(upstream)
+    return tuple(
+        sorted({v.get("source", c) for c, v in configs.items() if not v.get("diagnostic")})
+    )
+
+
+def evaluated_rows(
+    gt_rows: Sequence[Mapping[str, Any]],
+    diagnostic: frozenset[str] = frozenset(),
+    want_diagnostic: bool = False,
+) -> list[Mapping[str, Any]]:
+    """The ground-truth rows the leaderboard scores: the test split, disputed rows left out, in
+    (trajectory, k) order; rows of the configs in ``diagnostic`` only when ``want_diagnostic``,
+    the others only when not."""
+    rows = [
+        r
+        for r in gt_rows
+        if r.get("split") == "test"
+        and not r.get("disputed")
+        and (str(r.get("config") or r.get("source")) in diagnostic) == want_diagnostic
+    ]
+    rows.sort(key=lambda r: (str(r["trajectory_id"]), int(r["k"])))
+    return rows
+
+
+@dataclass(frozen=True, eq=False)
+class Scored:
+    """Every complete judge on one set of evaluated rows, with the shared bootstrap."""
+
+    gold: Gold
+    """The evaluated rows."""
+    index: TrajectoryIndex
+    """Their trajectories."""
+    rows: Mapping[str, Sequence[Mapping[str, Any]]]
+    """Judge -> its decision rows, in gold order."""
+    preds: Mapping[str, Predictions]
+    """Judge -> its predictions, aligned to gold."""
+    stats: Mapping[str, JudgeStats]
+    """Judge -> per-trajectory statistics."""
+    points: Mapping[str, JudgeScore]
+    """Judge -> pooled point estimates."""
+    weights: np.ndarray
+    """(resamples, trajectories) bootstrap draws, stratified by source."""
+    traj_source: np.ndarray
+    """Source of each trajectory (index order)."""
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
+    """Judges whose file misses some evaluated rows (not scored)."""
+    cost: CostMatrix | None = None
+    """The reward matrix."""
+
+    def boot(self, rows: np.ndarray | None = None) -> Bootstrap:
+        """The bootstrap of every judge over the trajectories ``rows`` (a mask; None: all)."""
+        assert self.cost is not None
+        return bootstrap_stats(
+            self.stats, len(self.index), self.cost, weights=self.weights, rows=rows
+        )
+
+    def traj_mask(self, row_mask: np.ndarray) -> np.ndarray:
+        """The trajectories that hold any of the rows in ``row_mask``."""
+        out = np.zeros(len(self.index), dtype=bool)
+        out[self.index.code[row_mask]] = True
+        return out
+
+    def point(self, judge: str, traj: np.ndarray | None = None) -> dict[str, float]:
+        """A judge's point estimate of every metric on the trajectories ``traj`` (a mask; None:
+        all), from its summed statistics (the same numbers ``evaluate`` gives on those rows)."""
+        assert self.cost is not None
+        st = self.stats[judge]
+        table = st.table if traj is None else st.table[traj]
+        m = metrics_from_stats(table.sum(axis=0), st.values, self.cost)
+        return {k: float(v[0]) for k, v in m.items()}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How every judge is scored: the reward matrix, the invalid-verdict policy and the
+    bootstrap."""
+
+    cost: CostMatrix
+    """The reward matrix."""
+    policy: InvalidPolicy = "CONTINUE"
+    """The act an invalid verdict is scored as."""
+    resamples: int = 1000
+    """Bootstrap resamples."""
+    seed: int = 0
+    """Seed of the bootstrap draws."""
+
+
+def score(
+    gt_rows: Sequence[Mapping[str, Any]],
+    evaluated: Sequence[Mapping[str, Any]],
+    version: str,
+    files: Mapping[str, PredictionFile],
+    settings: Settings,
+) -> Scored:
+    """Align every judge's file to ``evaluated``; a file with ids outside the ground truth is
+    refused loudly, one that misses some is listed as incomplete and not scored."""
+    known = {str(r["id"]) for r in gt_rows}
+    gold = Gold.from_rows(evaluated)
+    ids = gold.ids.tolist()
+    rows_of: dict[str, list[Mapping[str, Any]]] = {}
+    preds: dict[str, Predictions] = {}
+    incomplete: list[dict[str, Any]] = []
+    for judge, f in files.items():
+        unknown = sorted(set(f.decisions) - known)
+        if unknown:
+            raise IntegrityError(
+                f"predictions/{f.rel}: {len(unknown)} ids not in ground truth {version!r} (e.g. "
+                f"{unknown[:3]}); the file was made for other data: delete it or rerun decide"
+            )
+        have = [i for i in ids if i in f.decisions]
+        if len(have) < len(ids):
+            incomplete.append(
+                {"id": judge, "predictions": f.rel, "covered": len(have), "expected": len(ids)}
+            )
+            continue
+        rows_of[judge] = [f.decisions[i] for i in ids]
+        preds[judge] = Predictions.from_rows(rows_of[judge])
+    index = TrajectoryIndex.of(gold)
+    first_row = np.zeros(len(index), dtype=np.int64)
+    first_row[index.code[::-1]] = np.arange(len(gold))[::-1]
+    traj_source = gold.source[first_row] if len(gold) else np.array([], dtype=object)
+    _, strata = np.unique(traj_source.astype(str), return_inverse=True)
+    weights = resample_weights(len(index), settings.resamples, settings.seed, strata=strata)
+    stats = {j: judge_stats(gold, p, index, settings.policy) for j, p in preds.items()}
+    points = {j: evaluate(gold, p, settings.cost, settings.policy) for j, p in preds.items()}
+    return Scored(
+        gold=gold,
+        index=index,
+        rows=rows_of,
+        preds=preds,
+        stats=stats,
+        points=points,
+        weights=weights,
+        traj_source=traj_source,
+        incomplete=incomplete,
+        cost=settings.cost,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Headline:
+    """The macro headline: per-source figures and their mean, with paired bootstraps."""
+
+    sources: tuple[str, ...]
+    """The sources averaged."""
+    per_source: Mapping[str, Bootstrap]
+    """Source -> the bootstrap over its trajectories."""
+    per_source_point: Mapping[str, Mapping[str, Mapping[str, float]]]
+    """Source -> judge -> metric -> point estimate."""
+    boot: Bootstrap
+    """The bootstrap of the mean over ``sources``."""
+    point: Mapping[str, Mapping[str, float]]
+    """Judge -> metric -> the mean over ``sources`` of the point estimates."""
+
+
+def headline(sc: Scored, sources: Sequence[str]) -> Headline:
+    """Per-source bootstraps and point estimates for every source present, and their mean over
+    ``sources`` (the headline sources present in the evaluated rows)."""
+    per: dict[str, Bootstrap] = {}
+    per_point: dict[str, dict[str, dict[str, float]]] = {}
+    for s in sorted(set(sc.traj_source.tolist())):
+        tmask = sc.traj_source == s
+        per[s] = sc.boot(tmask)
+        per_point[s] = {j: sc.point(j, tmask) for j in sc.preds}
+    chosen = tuple(s for s in sources if s in per)
+    if not chosen:
+        raise IntegrityError("no headline source among the evaluated rows: nothing to rank")
+    boot = macro([per[s] for s in chosen])
+    point = {
+        j: {m: float(np.mean([per_point[s][j][m] for s in chosen])) for m in METRICS}
+        for j in sc.preds
+    }
+    return Headline(chosen, per, per_point, boot, point)
