@@ -50,6 +50,9 @@ class ConfigStats:
     """Everyone whose review or adjudication touched this config."""
     moved: int = 0
     """Reviewed unsafe trajectories whose onset the review moved from the proposal's."""
+    upstream: bool = True
+    """A published upstream source (the leaderboard's macro headline averages these); False for
+    the project's own sample."""
     agreement: str = ""
     """Reviewer-vs-reviewer agreement on double-reviewed items, as one line."""
     defects: tuple[str, ...] = ()

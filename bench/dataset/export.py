@@ -308,6 +308,7 @@ def config_stats(
         subsets=dict(sorted(subsets.items())),
         levels=dict(sorted(levels.items())),
         diagnostic=bool(name) and name != src.name,
+        upstream=src.upstream,
     )
 
 
