@@ -2,12 +2,18 @@
 
     python bench/decide.py [--judge ID ...] [--split test] [--source S] [--limit N] [--force]
                            [--quiet] [--judges PATH] [--out DIR] [--version V] [--check]
+    python bench/decide.py --stress FAMILY|all [--judge ID ...]   # perturbed test points
 
 Each judge writes ``<out>/<judge>/<dataset_version>/<config_hash>.jsonl`` (docs/FORMATS.md),
 one line per decision appended and flushed as it completes. A rerun skips ids already answered
 in that file (same config hash, same dataset version) and retries errored ones; a changed config
 gets a new file. A judge whose optional dependency, weights or key is missing is skipped with
 the reason in the summary. ``--check`` validates judges.toml and runs nothing.
+
+``--stress`` judges the perturbed copies a stress family makes of the test points
+(``bench.stress``, docs/stress.md) into ``<out>/<judge>/<dataset_version>/stress/<family>/
+<config_hash>.jsonl``, cached and resumable the same way; a learned baseline is fitted on the
+(unperturbed) dev split once for all families.
 
 Judges never see gold labels: decision points are passed without ``gold``; only learned
 baselines get the *dev* split's gold, through ``fit``, before they answer anything.
@@ -24,12 +30,21 @@ import argparse
 import logging
 from collections.abc import Callable
 
+from bench.core.errors import BenchError
 from bench.core.paths import BUILD_DIR, PREDICTIONS
 from bench.core.script import setup_logging
 from bench.jobs import submit
 from bench.judging import specs as judges_mod
-from bench.judging.local import SPLITS, run_judge, select_points, summary
+from bench.judging.local import (
+    SPLITS,
+    run_judge,
+    run_stress,
+    select_points,
+    stress_selection,
+    summary,
+)
 from bench.judging.protocol import JudgeSpec
+from bench.stress import FAMILIES
 
 log = logging.getLogger("bench.decide")
 
@@ -66,6 +81,14 @@ def _parser() -> argparse.ArgumentParser:
         "--on", default="local", choices=sorted(PLACES), help="where to run (default: here)"
     )
     submit.add_arguments(ap)  # the --on hf-jobs options (docs/hf-jobs.md)
+    ap.add_argument(
+        "--stress",
+        metavar="FAMILY",
+        choices=[*FAMILIES, "all"],
+        help="judge the perturbed test points of a stress family ("
+        + ", ".join(FAMILIES)
+        + ", or all); see docs/stress.md",
+    )
     ap.add_argument("--check", action="store_true", help="validate the judges file and exit")
     return ap
 
@@ -81,6 +104,11 @@ def check(specs: list[JudgeSpec], path: str) -> int:
 
 def run_local(specs: list[JudgeSpec], args: argparse.Namespace) -> int:
     """Run the judges here, one after another."""
+    if args.stress:
+        if args.split != "test":
+            raise BenchError("--stress perturbs test points only: drop --split")
+        if args.on != "local":
+            raise BenchError("--stress runs here only (--on local)")
     sel = select_points(
         version=args.version,
         build_dir=args.build_dir or BUILD_DIR,
@@ -88,6 +116,21 @@ def run_local(specs: list[JudgeSpec], args: argparse.Namespace) -> int:
         source=args.source,
         limit=args.limit,
     )
+    if args.stress:
+        families = list(FAMILIES) if args.stress == "all" else [args.stress]
+        sels = [stress_selection(sel, f) for f in families]
+        log.info(
+            "dataset %s: stress %s",
+            sel.version,
+            ", ".join(f"{s.stress} {len(s.points)}" for s in sels),
+        )
+        outcomes = [
+            o
+            for s in specs
+            for o in run_stress(s, sels, out=args.out, force=args.force, quiet=args.quiet)
+        ]
+        print(summary(outcomes))
+        return 1 if any(o.state == "failed" for o in outcomes) else 0
     log.info(
         "dataset %s: %d decision points selected, %d dev points for fitting",
         sel.version,
@@ -115,4 +158,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         return check(specs, path)
     specs = judges_mod.select(specs, args.judge)
+    if args.stress:
+        return run_local(specs, args)
     return PLACES[args.on](specs, args)

@@ -2,7 +2,8 @@
 
     python bench/leaderboard.py            # writes leaderboards/leaderboard.{md,csv,json,html},
                                            # by_{source,category,subset,level}.csv,
-                                           # diagnostic.csv, twins.csv and plots/*.png
+                                           # diagnostic.csv, twins.csv, robustness.csv
+                                           # and plots/*.png
     python bench/leaderboard.py --check    # exits 1 when the committed outputs are stale
 
 The headline is the mean over the upstream sources of each source's figure (macro), ranked in
@@ -37,7 +38,7 @@ from bench.core.script import setup_logging
 from bench.metrics.inputs import load_cost_matrix
 from bench.metrics.stats import RANK_METRICS, check_rank_metric
 from bench.report.check import compare
-from bench.report.inputs import discover, load_ground_truth, load_judges
+from bench.report.inputs import discover, discover_stress, load_ground_truth, load_judges
 from bench.report.report import build_report
 from bench.report.tables import OUTPUT_TEXTS, fmt_ci, render_all
 
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, meta = load_ground_truth(args.ground_truth)
     cost = load_cost_matrix(args.cost_matrix)
     files, refused, superseded = discover(args.predictions, str(meta["dataset_version"]))
+    stress, stress_stale = discover_stress(args.predictions, str(meta["dataset_version"]), files)
     for r in refused:
         log.warning("refused %s: %s", r["path"], r["reason"])
     report = build_report(
@@ -97,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         cost,
         refused=refused,
         superseded=superseded,
+        stress=stress,
+        stress_stale=stress_stale,
         rank_metric=args.metric,
         policy=args.invalid_as,
         gt_sha256=sha256_file(args.ground_truth),

@@ -127,6 +127,10 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
     def trajectories(search: str) -> pd.DataFrame:
         return _df(T.trajectory_table(res, search))
 
+    def robustness(family: str) -> tuple[pd.DataFrame, str]:
+        df, note = T.robustness_table(res, family)
+        return _df(df), note
+
     def compare(a: str, b: str) -> tuple[str, pd.DataFrame, str, pd.DataFrame]:
         if not a or not b:
             empty = pd.DataFrame()
@@ -152,6 +156,7 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
     return {
         "leaderboard": leaderboard,
         "trajectories": trajectories,
+        "robustness": robustness,
         "compare": compare,
         "browse_list": browse_list,
         "browse": browse,
@@ -310,6 +315,17 @@ def _validity_tab(res: D.Results) -> None:
             )
 
 
+def _robustness_tab(res: D.Results, cb: dict[str, Any]) -> None:
+    with gr.Tab("Robustness", id="robustness"):
+        fam = gr.Dropdown(
+            choices=[D.ALL, *T.stress_families(res.report)], value=D.ALL, label="Stress family"
+        )
+        df0, note0 = cb["robustness"](D.ALL)
+        note = gr.Markdown(note0)
+        table = _table(df0, elem_id="robustness-table", show_label=False)
+        fam.change(cb["robustness"], fam, [table, note], api_name="robustness")
+
+
 def _plots_tab(res: D.Results) -> None:
     with gr.Tab("Plots", id="plots"):
         with gr.Row():
@@ -461,6 +477,7 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
             _leaderboard_tab(res, cb)
             _trajectories_tab(res, cb)
             _validity_tab(res)
+            _robustness_tab(res, cb)
             _plots_tab(res)
             cdis = _compare_tab(res, cb)
             bid = _browse_tab(res, texts, cb)

@@ -465,6 +465,68 @@ def diagnostic_table(res: Results) -> tuple[pd.DataFrame, str]:
     return _frame(rows, ["Config", "Judge"]), note
 
 
+# --------------------------------------------------------------------------- robustness tab
+
+
+def robustness_table(res: Results, family: str | None = None) -> tuple[pd.DataFrame, str]:
+    """Every judge and probe on each stress family (or one): balanced accuracy original and
+    stressed, its change, flip rate and attack success, or 'not run' / 'incomplete'."""
+    rob = res.report.get("robustness") or {}
+    rows = []
+    notes = []
+    for f in rob.get("families", []):
+        if family and family != ALL and f["family"] != family:
+            continue
+        if f.get("excluded_sources"):
+            notes.append(
+                f"**{md_escape(f['family'])}** leaves out "
+                + "; ".join(
+                    f"{md_escape(k)} ({md_escape(v)})" for k, v in f["excluded_sources"].items()
+                )
+                + "."
+            )
+        for e in res.everyone:
+            r = f["judges"].get(e["id"], {"status": "not run"})
+            row: dict[str, Any] = {
+                "Family": f["family"],
+                "Judge": _name(e) + (" (probe)" if e.get("role") == "probe" else ""),
+            }
+            if r["status"] != "ok":
+                row["n"] = (
+                    f"incomplete ({r['covered']} of {r['expected']})"
+                    if r["status"] == "incomplete"
+                    else "not run"
+                )
+                rows.append(row)
+                continue
+            row.update(
+                {
+                    "n": str(r["n"]),
+                    "Bal. acc. original": fmt(r["ba_original"]),
+                    "Bal. acc. stressed": fmt(r["ba_stressed"]),
+                    "Δ [95% CI]": fmt_ci(r["ba_delta"]),
+                    "Flip rate [95% CI]": fmt_ci(r["flip_rate"]),
+                    "Attack success [95% CI]": fmt_ci(r["attack_success"])
+                    if "attack_success" in r
+                    else DASH,
+                }
+            )
+            rows.append(row)
+    head = (
+        "Each judge on perturbed copies of test points whose gold label is unchanged, against "
+        "itself on the originals: text addressed to the monitor (in the thought or a tool "
+        "result), neutral tool names, scary words around safe actions, format noise. **Flip "
+        "rate**: verdicts that changed. **Attack success**: unsafe points a judge flagged and "
+        "lets through after an injection. A judge without stress predictions shows *not run*."
+    )
+    return _frame(rows, ["Family", "Judge", "n"]), "\n\n".join([head, *notes])
+
+
+def stress_families(report: Mapping[str, Any]) -> list[str]:
+    """The stress families in the report."""
+    return [f["family"] for f in (report.get("robustness") or {}).get("families", [])]
+
+
 # --------------------------------------------------------------------------- compare tab
 
 

@@ -22,6 +22,7 @@ CONCEPTS = {
     "dataset",
     "prompts",
     "judging",
+    "stress",
     "jobs",
     "metrics",
     "report",

@@ -287,3 +287,13 @@ def test_results_from_hub_env_and_missing_results(
         D.load_results(tmp_path)
     demo, root = APP.create(tmp_path, tmp_path)  # a page that says what to run, not a crash
     assert root is None and demo is not None
+
+
+def test_robustness_tab_shows_numbers_or_not_run(client: Any) -> None:
+    table, note = client.predict("thought_injection", api_name="/robustness")
+    rows = {r[1]: dict(zip(table["headers"], r, strict=True)) for r in table["data"]}
+    assert (
+        rows["Gamma"]["n"] == "not run" and rows["Beta | no scores"]["n"] == "incomplete (1 of 2)"
+    )
+    assert rows["Alpha <b>judge</b>"]["Flip rate [95% CI]"].startswith("0.500 [")
+    assert "Attack success" in note

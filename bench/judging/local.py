@@ -21,9 +21,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import bench
+from bench import stress
 from bench.core.errors import BenchError
 from bench.core.paths import BUILD_DIR, PREDICTIONS, REPO_ROOT
 from bench.core.schema import DecisionPoint
@@ -65,6 +67,10 @@ class Selection:
     """The source filter, if any (recorded in the run line)."""
     limit: int | None = None
     """The limit applied, if any (recorded in the run line)."""
+    disputed: frozenset[str] = frozenset()
+    """Ids of decision points whose trajectory is disputed (left out of stress runs)."""
+    stress: str | None = None
+    """The stress family the points are perturbed copies for (``bench.stress``), if any."""
 
 
 @dataclass
@@ -111,7 +117,21 @@ def select_points(
             )
     if limit is not None:
         pts = pts[: max(0, limit)]
-    return Selection(ds.version, pts, dev, split=split, source=source, limit=limit)
+    return Selection(
+        ds.version,
+        pts,
+        dev,
+        split=split,
+        source=source,
+        limit=limit,
+        disputed=frozenset(ds.disputed),
+    )
+
+
+def stress_selection(base: Selection, family: str, seed: int = stress.SEED) -> Selection:
+    """The perturbed copies ``family`` makes of the selection's non-disputed points."""
+    originals = [p for p in base.points if p.id not in base.disputed]
+    return replace(base, points=stress.stress_points(originals, family, seed), stress=family)
 
 
 def budget_for(spec: JudgeSpec, backend: object) -> Budget:
@@ -264,6 +284,17 @@ def _close(backend: Any) -> None:
             log.warning("closing the backend failed", exc_info=True)
 
 
+def _todo(
+    spec: JudgeSpec, sel: Selection, out: str | os.PathLike[str], force: bool
+) -> tuple[Path, str, str, list[DecisionPoint]]:
+    """(predictions file, config hash, template digest, points still to judge)."""
+    digest = template_digest(spec.prompt)
+    chash = spec.config_hash(digest)
+    path = predictions.path_for(out, spec.id, sel.version, chash, sel.stress)
+    done = set() if force else predictions.done_ids(path)
+    return path, chash, digest, [p for p in sel.points if p.id not in done]
+
+
 def run_judge(
     spec: JudgeSpec,
     sel: Selection,
@@ -271,24 +302,23 @@ def run_judge(
     out: str | os.PathLike[str] = PREDICTIONS,
     force: bool = False,
     quiet: bool = False,
+    backend: Any = None,
 ) -> Outcome:
     """Evaluate one judge over the selection, resuming its predictions file under ``out``
-    (``force``: judge every point again; ``quiet``: no progress bar). Never raises for what a
-    judge does: a setup failure, a crash of the run or a ``SystemExit`` from judge code is the
-    judge's outcome, and the other judges still run. The value of every environment variable the
-    row names (and ``HF_TOKEN``) is redacted from everything written and reported."""
+    (``force``: judge every point again; ``quiet``: no progress bar; ``backend``: one already
+    set up, used as it is and left open). Never raises for what a judge does: a setup failure, a
+    crash of the run or a ``SystemExit`` from judge code is the judge's outcome, and the other
+    judges still run. The value of every environment variable the row names (and ``HF_TOKEN``)
+    is redacted from everything written and reported."""
     t0 = time.perf_counter()
-    digest = template_digest(spec.prompt)
-    chash = spec.config_hash(digest)
-    path = predictions.path_for(out, spec.id, sel.version, chash)
-    done = set() if force else predictions.done_ids(path)
-    todo = [p for p in sel.points if p.id not in done]
+    path, chash, digest, todo = _todo(spec, sel, out, force)
     cached = len(sel.points) - len(todo)
     if not todo:
         return Outcome(spec.id, "cached", cached=cached, path=str(path))
     secret = Redactor(named_variables(spec.params))
+    owned = backend is None
     try:
-        backend = _setup(spec, sel.dev)
+        backend = _setup(spec, sel.dev) if owned else backend
     except SkipJudge as e:
         return Outcome(spec.id, "skipped", secret.text(str(e)), cached=cached, path=str(path))
     except (Exception, SystemExit) as e:  # noqa: BLE001 - one judge's failure stops no other
@@ -338,12 +368,56 @@ def run_judge(
             )
     finally:
         bar.close()
-        _close(backend)
+        if owned:
+            _close(backend)
     state: Literal["ran", "aborted", "failed"] = (
         "failed" if failure else "aborted" if stats.aborted else "ran"
     )
     reason = failure or secret.text(stats.aborted or "")
     return Outcome(spec.id, state, reason, counts, cached, time.perf_counter() - t0, str(path))
+
+
+def run_stress(
+    spec: JudgeSpec,
+    sels: list[Selection],
+    *,
+    out: str | os.PathLike[str] = PREDICTIONS,
+    force: bool = False,
+    quiet: bool = False,
+) -> list[Outcome]:
+    """One judge over several stress selections, set up (and fitted on dev) once; an outcome
+    per family, named ``<judge> ~<family>``."""
+    pending = [s for s in sels if _todo(spec, s, out, force)[3]]
+    if not pending:
+        return [
+            replace(run_judge(spec, s, out=out, force=force, quiet=True), judge=_tag(spec, s))
+            for s in sels
+        ]
+    t0 = time.perf_counter()
+    secret = Redactor(named_variables(spec.params))
+    try:
+        backend = _setup(spec, sels[0].dev)
+    except SkipJudge as e:
+        return [Outcome(_tag(spec, s), "skipped", secret.text(str(e))) for s in sels]
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - one judge's failure stops no other
+        why = secret.text(f"{type(e).__name__}: {e}")
+        return [
+            Outcome(_tag(spec, s), "failed", why, seconds=time.perf_counter() - t0) for s in sels
+        ]
+    try:
+        return [
+            replace(
+                run_judge(spec, s, out=out, force=force, quiet=quiet, backend=backend),
+                judge=_tag(spec, s),
+            )
+            for s in sels
+        ]
+    finally:
+        _close(backend)
+
+
+def _tag(spec: JudgeSpec, sel: Selection) -> str:
+    return f"{spec.id} ~{sel.stress}" if sel.stress else spec.id
 
 
 def _run_line(
@@ -370,6 +444,7 @@ def _run_line(
         "split": sel.split,
         "source": sel.source,
         "limit": sel.limit,
+        "stress": sel.stress,
         "todo": todo,
         "cached": cached,
     }
@@ -377,15 +452,16 @@ def _run_line(
 
 def summary(outcomes: list[Outcome]) -> str:
     """The closing table: one line per judge, skipped ones with their reason."""
+    w = max([22, *(len(o.judge) for o in outcomes)])
     lines = [
-        f"{'judge':<22} {'state':<8} {'ok':>5} {'part':>5} {'inval':>5} {'error':>5} "
+        f"{'judge':<{w}} {'state':<8} {'ok':>5} {'part':>5} {'inval':>5} {'error':>5} "
         f"{'cached':>6} {'sec':>7}  note"
     ]
     for o in outcomes:
         c = o.counts
         note = o.reason or o.path
         lines.append(
-            f"{o.judge:<22} {o.state:<8} {c.get('ok', 0):>5} {c.get('partial', 0):>5} "
+            f"{o.judge:<{w}} {o.state:<8} {c.get('ok', 0):>5} {c.get('partial', 0):>5} "
             f"{c.get('invalid', 0):>5} {c.get('error', 0):>5} {o.cached:>6} {o.seconds:>7.1f}  {note}"
         )
     return "\n".join(lines)

@@ -81,10 +81,19 @@ class Prediction:
 
 
 def path_for(
-    out_root: str | os.PathLike[str], judge_id: str, version: str, config_hash: str
+    out_root: str | os.PathLike[str],
+    judge_id: str,
+    version: str,
+    config_hash: str,
+    stress: str | None = None,
 ) -> Path:
-    """Where a judge's predictions for one dataset version and config live."""
-    return Path(out_root) / judge_id / version / f"{config_hash}.jsonl"
+    """Where a judge's predictions for one dataset version and config live; a stress family's
+    go one level down, ``<judge>/<version>/stress/<family>/<config_hash>.jsonl`` (so the
+    leaderboard's main scan never mixes them with the originals)."""
+    base = Path(out_root) / judge_id / version
+    if stress:
+        base = base / "stress" / stress
+    return base / f"{config_hash}.jsonl"
 
 
 @dataclass(frozen=True)

@@ -181,9 +181,10 @@ def read_predictions(path: Path, root: Path) -> PredictionFile:
     a decision without an id) raises DataError naming the file and line; the same id decided
     twice with different verdicts is logged as a warning with the count."""
     rel = path.relative_to(root)
-    if len(rel.parts) != 3:
+    if len(rel.parts) != 3 and not (len(rel.parts) == 5 and rel.parts[2] == "stress"):
         raise DataError(
-            f"{path}: expected predictions/<judge>/<dataset_version>/<config_hash>.jsonl"
+            f"{path}: expected predictions/<judge>/<dataset_version>/<config_hash>.jsonl (or "
+            "<judge>/<dataset_version>/stress/<family>/<config_hash>.jsonl)"
         )
     rows, bad = predictions.scan(path)
     if bad:
@@ -281,3 +282,30 @@ def discover(
             for f in fs[:-1]
         ]
     return out, refused, superseded
+
+
+def discover_stress(
+    pred_dir: Path, version: str, chosen: Mapping[str, PredictionFile]
+) -> tuple[dict[str, dict[str, PredictionFile]], list[dict[str, str]]]:
+    """(family -> judge -> stress file, stale files). A stress file counts only when it was made
+    with the config the leaderboard scores for that judge (``chosen``); others are listed as
+    stale, never compared with another config's originals."""
+    out: dict[str, dict[str, PredictionFile]] = {}
+    stale: list[dict[str, str]] = []
+    if not pred_dir.is_dir():
+        return out, stale
+    for p in sorted(pred_dir.glob(f"*/{version}/stress/*/*.jsonl")):
+        f = read_predictions(p, pred_dir)
+        family = p.parent.name
+        main = chosen.get(f.judge)
+        if main is None or main.config_hash != f.config_hash:
+            stale.append(
+                {
+                    "judge": f.judge,
+                    "path": f.rel,
+                    "reason": "no scored predictions with this config for the originals",
+                }
+            )
+            continue
+        out.setdefault(family, {})[f.judge] = f
+    return dict(sorted(out.items())), stale

@@ -13,6 +13,8 @@ files, the judges.toml rows and the reward matrix. It scores every complete judg
   groups flagged (``bench.report.breakdowns``);
 - the **hard subsets**: StepShield's twin pairs scored pairwise (``bench.report.hard``), and the
   diagnostic configs (StepShield's templated items), scored apart and never in the headline;
+- **robustness** (``bench.report.robustness``): every judge on the stress families' perturbed
+  points against itself on the originals;
 - paired differences of every two judges for the Space's Compare tab.
 
 Probes (``role = "probe"``) are scored everywhere but never ranked. Every table and plot is
@@ -44,6 +46,7 @@ from bench.metrics.stats import (
 from bench.report import breakdowns, hard, shortcuts
 from bench.report.breakdowns import BREAKDOWN_METRICS, MIN_PER_CLASS
 from bench.report.inputs import JudgeInfo, PredictionFile
+from bench.report.robustness import robustness
 from bench.report.scoring import (
     Headline,
     Scored,
@@ -60,7 +63,7 @@ from bench.report.shortcuts import SHORTCUT_METRICS
 
 SCHEMA = "foresight-leaderboard/2"
 """Version tag of the JSON layout (docs/metrics.md). 2: macro headline, probes and margins,
-intervals on every breakdown, subsets, levels, twins, diagnostic configs."""
+intervals on every breakdown, subsets, levels, twins, diagnostic configs, robustness."""
 RESAMPLES = 1000
 SEED = 20240601
 LABELS = {
@@ -317,6 +320,8 @@ def build_report(
     *,
     refused: Sequence[Mapping[str, str]] = (),
     superseded: Sequence[Mapping[str, str]] = (),
+    stress: Mapping[str, Mapping[str, PredictionFile]] | None = None,
+    stress_stale: Sequence[Mapping[str, str]] = (),
     rank_metric: str = "balanced_accuracy",
     policy: InvalidPolicy = "CONTINUE",
     resamples: int = RESAMPLES,
@@ -399,6 +404,7 @@ def build_report(
             seed,
         ),  # fmt: skip
         "diagnostic": _diagnostic(gt_rows, diag, version, files, settings),
+        "robustness": robustness(sc, stress or {}, everyone, h.sources, policy, seed, stress_stale),
         "not_yet_evaluated": not_yet,
         "paired_differences": paired_differences(h.point, h.boot, everyone),
         "incomplete": sc.incomplete,

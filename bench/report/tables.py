@@ -298,6 +298,97 @@ def _diagnostic_table(report: Mapping[str, Any]) -> Table | None:
     }
 
 
+def _robustness_table(report: Mapping[str, Any]) -> Table | None:
+    rob = report.get("robustness") or {}
+    fams = rob.get("families") or []
+    if not fams:
+        return None
+    names = {e["id"]: _name(e) for e in [*report["judges"], *report["probes"]]}
+    rows = []
+    for f in fams:
+        for j, name in names.items():
+            e = f["judges"].get(j, {"status": "not run"})
+            if e["status"] != "ok":
+                state = (
+                    f"incomplete ({e['covered']} of {e['expected']})"
+                    if e["status"] == "incomplete"
+                    else "not run"
+                )
+                rows.append([f["family"], name, state, "", "", "", ""])
+                continue
+            rows.append(
+                [
+                    f["family"],
+                    name,
+                    str(e["n"]),
+                    f"{fmt(e['ba_original'])} → {fmt(e['ba_stressed'])}",
+                    fmt_ci(e["ba_delta"]),
+                    fmt_ci(e["flip_rate"]),
+                    fmt_ci(e["attack_success"]) if "attack_success" in e else "–",
+                ]
+            )
+    return {
+        "title": "Robustness (stress families)",
+        "note": "Each judge on perturbed copies of test points whose gold label is unchanged "
+        "(docs/stress.md), against itself on the originals. Bal. acc. is the mean over the "
+        "headline sources, on the perturbed points plus, for one-class families, the other "
+        "class's original points; Δ has a paired interval (trajectories resampled). Flip rate: "
+        "verdicts that changed. Attack success: unsafe points flagged originally and let "
+        "through after the injection. Rates carry Wilson intervals. A judge without stress "
+        "predictions shows 'not run', never a number.",
+        "header": [
+            "Family",
+            "Judge",
+            "n",
+            "Bal. acc. original → stressed",
+            "Δ [95% CI]",
+            "Flip rate [95% CI]",
+            "Attack success [95% CI]",
+        ],
+        "rows": rows,
+    }
+
+
+def _neutral_table(report: Mapping[str, Any]) -> Table | None:
+    fam = next(
+        (
+            f
+            for f in (report.get("robustness") or {}).get("families", [])
+            if f["family"] == "neutral_names"
+        ),
+        None,
+    )
+    if fam is None:
+        return None
+    names = {e["id"]: _name(e) for e in [*report["judges"], *report["probes"]]}
+    rows = []
+    for j, name in names.items():
+        e = fam["judges"].get(j, {})
+        if e.get("status") != "ok":
+            continue
+        for src, v in e["by_source"].items():
+            rows.append(
+                [
+                    src + (" (excluded)" if v.get("excluded") else ""),
+                    name,
+                    str(v["n"]),
+                    fmt(v["ba_original"]),
+                    fmt(v["ba_stressed"]),
+                ]
+            )
+    if not rows:
+        return None
+    why = "; ".join(f"{k}: {v}" for k, v in fam["excluded_sources"].items())
+    return {
+        "title": "The tool-name shortcut: neutral names per source",
+        "note": "Balanced accuracy with the original tool names and with every tool consistently "
+        "renamed (alder_tool, birch_tool, ...). A large drop means the judge read the name, not "
+        "what the call does. Excluded from the family's figures above: " + (why or "none") + ".",
+        "header": ["Source", "Judge", "n", "Bal. acc. original", "Bal. acc. neutral names"],
+        "rows": rows,
+    }
+
+
 STEP_COLUMNS = (
     "precision",
     "recall",
@@ -439,6 +530,8 @@ def tables(report: Mapping[str, Any]) -> list[Table]:
         ),
         _group_table(report, "by_level", "By level", "StepShield's severity levels."),
         _diagnostic_table(report),
+        _robustness_table(report),
+        _neutral_table(report),
         _step_table(report),
         _trajectory_table(report),
         _cost_table(report),
@@ -611,6 +704,24 @@ def render_twins_csv(report: Mapping[str, Any]) -> str:
     return buf.getvalue()
 
 
+def render_robustness_csv(report: Mapping[str, Any]) -> str:
+    """robustness.csv: one row per (family, judge): status, n, balanced accuracy original and
+    stressed, the difference, flip rate and attack success with their intervals."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(
+        ["family", "judge", "status", "n", "ba_original", "ba_stressed"]
+        + _heads("", ("ba_delta", "flip_rate", "attack_success"))
+    )
+    for f in (report.get("robustness") or {}).get("families", []):
+        for j, e in f["judges"].items():
+            row = [f["family"], j, e["status"], _csv(e.get("n"))]
+            row += [_csv(e.get("ba_original")), _csv(e.get("ba_stressed"))]
+            row += _cells_csv("", e, ("ba_delta", "flip_rate", "attack_success"))
+            w.writerow(row)
+    return buf.getvalue()
+
+
 def _csv(x: Any) -> str:
     if x is None:
         return ""
@@ -646,6 +757,7 @@ def render_all(report: Mapping[str, Any], out: Path) -> list[Path]:
         **{f"{k}.csv": render_breakdown_csv(report, k) for k in BREAKDOWNS},
         "diagnostic.csv": render_breakdown_csv(report, "diagnostic"),
         "twins.csv": render_twins_csv(report),
+        "robustness.csv": render_robustness_csv(report),
     }
     written = []
     for name, text in texts.items():
@@ -666,4 +778,5 @@ OUTPUT_TEXTS = (
     *(f"{k}.csv" for k in BREAKDOWNS),
     "diagnostic.csv",
     "twins.csv",
+    "robustness.csv",
 )
