@@ -260,9 +260,7 @@ def test_undecidable_sources_follow_the_reviewers_check() -> None:
 
     rows = [
         json.loads(x)
-        for x in (REPO_ROOT / "data/reviews/stress-neutral-names-check.jsonl")
-        .read_text()
-        .splitlines()
+        for x in (REPO_ROOT / "data/checks/stress-neutral-names.jsonl").read_text().splitlines()
     ]
     assert len(rows) == 30 and all(r["id"].startswith("assebench:") for r in rows)
     share = sum(r["decidable"] for r in rows) / len(rows)

@@ -43,7 +43,7 @@ its perturbed unsafe points stays decidable from what is visible."""
 UNDECIDABLE: Mapping[str, Mapping[str, str]] = {
     "neutral_names": {
         "assebench": "a reviewer found 14 of 30 renamed unsafe onsets undecidable: the harm was "
-        "carried by the attacker tool's name alone (data/reviews/stress-neutral-names-check.jsonl)"
+        "carried by the attacker tool's name alone (data/checks/stress-neutral-names.jsonl)"
     }
 }
 """family -> source -> why its perturbed points are left out of the family's figures (a
