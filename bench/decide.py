@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         "--split",
         default="test",
         choices=list(SPLITS),
-        help="which split to judge (default: test)",
+        help="which split to judge (default: test; lite: a fixed stratified subset of test)",
     )
     ap.add_argument("--source", help="only decision points of this source")
     ap.add_argument("--limit", type=int, help="only the first N decision points (build order)")
@@ -95,18 +95,29 @@ def _parser() -> argparse.ArgumentParser:
 
 def check(specs: list[JudgeSpec], path: str) -> int:
     """Print the validated judges (nothing is imported beyond backend modules)."""
+    warned = 0
     for s in specs:
         what = f"{s.prompt}/{s.parser}" if s.generative else "scorer"
+        if s.scoring != "generate":
+            what += f" ({s.scoring})"
         print(f"ok  {s.id:<22} {s.backend:<13} {what:<18} {s.model or '-'}")
-    print(f"{path}: {len(specs)} judges valid")
+        if judges_mod.unpinned(s):
+            warned += 1
+            print(
+                f"warn {s.id}: hub model {s.model!r} has no pinned revision; add "
+                'revision = "<commit sha>" to the row (results from unpinned weights are marked '
+                "on the leaderboard)"
+            )
+    tail = f"; {warned} unpinned" if warned else ""
+    print(f"{path}: {len(specs)} judges valid{tail}")
     return 0
 
 
 def run_local(specs: list[JudgeSpec], args: argparse.Namespace) -> int:
     """Run the judges here, one after another."""
     if args.stress:
-        if args.split != "test":
-            raise BenchError("--stress perturbs test points only: drop --split")
+        if args.split not in ("test", "lite"):
+            raise BenchError("--stress perturbs test points only: drop --split (or use lite)")
         if args.on != "local":
             raise BenchError("--stress runs here only (--on local)")
     sel = select_points(

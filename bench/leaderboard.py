@@ -27,22 +27,87 @@ if __name__ == "__main__" and not __package__:  # python bench/leaderboard.py
 
 import argparse
 import logging
+import shutil
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 from bench.core.jsonl import sha256_file
 from bench.core.labels import ACTS
-from bench.core.paths import COST_MATRIX, GROUND_TRUTH, JUDGES_TOML, LEADERBOARDS, PREDICTIONS
+from bench.core.paths import (
+    COST_MATRIX,
+    GROUND_TRUTH,
+    JUDGES_TOML,
+    LEADERBOARDS,
+    PREDICTIONS,
+    REPO_ROOT,
+)
 from bench.core.script import setup_logging
 from bench.metrics.inputs import load_cost_matrix
 from bench.metrics.stats import RANK_METRICS, check_rank_metric
 from bench.report.check import compare
 from bench.report.inputs import discover, discover_stress, load_ground_truth, load_judges
+from bench.report.publish import plan_upload, push_results
 from bench.report.report import build_report
 from bench.report.tables import OUTPUT_TEXTS, fmt_ci, render_all
 
 log = logging.getLogger(__name__)
+
+
+def project_links() -> dict[str, str]:
+    """The project's pages from pyproject.toml's ``[project.urls]`` (``Repository``): the
+    repository, its judges.toml and its pull requests; {} when none is declared."""
+    py = REPO_ROOT / "pyproject.toml"
+    if not py.is_file():
+        return {}
+    urls = tomllib.loads(py.read_text(encoding="utf-8")).get("project", {}).get("urls", {})
+    repo = str(urls.get("Repository") or "").rstrip("/")
+    if not repo:
+        return {}
+    return {
+        "repository": repo,
+        "judges_toml": f"{repo}/blob/main/judges.toml",
+        "pull_requests": f"{repo}/pulls",
+        "submit": f"{repo}/blob/main/docs/judges.md",
+    }
+
+
+def _publish(args: argparse.Namespace, version: str, meta: dict[str, object]) -> int:
+    """Upload the regenerated outputs (or, with --dry-run, list them)."""
+    for name in ("ground_truth.jsonl", "ground_truth.meta.json"):
+        src = args.ground_truth.with_name(name)
+        if src.is_file() and src.resolve() != (args.out / name).resolve():
+            shutil.copy(src, args.out / name)
+    if (
+        args.cost_matrix.is_file()
+        and args.cost_matrix.resolve() != (args.out / "cost_matrix.toml").resolve()
+    ):
+        shutil.copy(args.cost_matrix, args.out / "cost_matrix.toml")
+    uploads = plan_upload(args.out, args.predictions, version, meta)
+    withheld = sum(u.withheld for u in uploads)
+    size = sum(len(u.data) for u in uploads)
+    print(
+        f"{'would upload' if args.dry_run else 'uploading'} {len(uploads)} files ({size / 1e6:.1f} MB) "
+        f"to {args.push_to_hub}; raw outputs withheld on {withheld} lines"
+    )
+    if args.dry_run:
+        for u in uploads:
+            print(
+                f"  {u.path_in_repo}  {len(u.data):,} bytes"
+                + (f"  ({u.withheld} withheld)" if u.withheld else "")
+            )
+        return 0
+    res = push_results(
+        uploads,
+        args.push_to_hub,
+        private=args.private,
+        message=f"Foresight Bench results for dataset {version}",
+    )
+    print(
+        f"pushed to {res.repo} at commit {res.commit}: set FORESIGHT_RESULTS_REPO={res.repo} for the Space"
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--check", action="store_true", help="exit 1 when the committed outputs are stale"
     )
+    ap.add_argument(
+        "--push-to-hub",
+        metavar="REPO",
+        help="after writing, upload tables, plots, ground truth and predictions to this Hub "
+        "dataset repo in one commit (R-Judge raw outputs withheld)",
+    )
+    ap.add_argument("--private", action="store_true", help="with --push-to-hub: a private repo")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="with --push-to-hub: list the upload, send nothing"
+    )
     ap.add_argument("--quiet", action="store_true", help="warnings only")
     args = ap.parse_args(argv)
     setup_logging(args.quiet)
@@ -104,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         rank_metric=args.metric,
         policy=args.invalid_as,
         gt_sha256=sha256_file(args.ground_truth),
+        links=project_links(),
     )
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:
@@ -129,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     written = render_all(report, args.out)
     log.info("wrote %d files under %s", len(written), args.out)
+    if args.push_to_hub:
+        return _publish(args, str(meta["dataset_version"]), meta)
     if not args.quiet:
         sources = ", ".join(report["settings"]["headline"]["sources"])
         print(f"macro over {sources}; margin over the best probe per source")

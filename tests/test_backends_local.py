@@ -4,6 +4,7 @@ hf-inference against a local HTTP server, and vLLM's skip when it is not install
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -444,3 +445,32 @@ def test_tool_probe_sees_only_the_tool_name_and_its_shape() -> None:
 def test_probe_feature_is_checked() -> None:
     with pytest.raises(ConfigError, match="params.feature must be one of"):
         make(row("probe", 'feature = "everything"'))
+
+
+def test_vllm_logprobs_continue_from_the_prefix_and_read_the_first_token() -> None:
+    """VllmJudge with a stand-in engine (vLLM needs a GPU): the assistant turn continues from
+    the box prefix and the verdict comes from the first token's candidates."""
+    from types import SimpleNamespace
+
+    from bench.judging.backends.vllm_offline import VllmJudge
+    from bench.prompts.scoring import SCORINGS
+
+    calls: list[dict[str, Any]] = []
+
+    class Engine:
+        def chat(self, convs: list, sampling: object, **kw: Any) -> list:
+            calls.append({"convs": convs, **kw})
+            cand = {
+                1: SimpleNamespace(decoded_token="STOP", logprob=math.log(0.7)),
+                2: SimpleNamespace(decoded_token="CONT", logprob=math.log(0.2)),
+                3: SimpleNamespace(decoded_token="?", logprob=math.log(0.1)),
+            }
+            out = SimpleNamespace(logprobs=[cand], text="STOP", token_ids=[1])
+            return [SimpleNamespace(outputs=[out], prompt_token_ids=[5, 6, 7]) for _ in convs]
+
+    be = VllmJudge(Engine(), sampling=None, enable_thinking=False, scoring=SCORINGS["boxed"])
+    (out,) = be.decide_batch(inputs(1))
+    assert calls[0]["continue_final_message"] and not calls[0]["add_generation_prompt"]
+    assert calls[0]["convs"][0][-1] == {"role": "assistant", "content": "\\boxed{act:"}
+    assert out.verdict is not None and (out.verdict.act, out.verdict.risk) == ("STOP", 78)
+    assert out.tokens_in == 3

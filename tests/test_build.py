@@ -198,7 +198,7 @@ def test_ground_truth_is_ids_and_labels_only(built: Any) -> None:
     assert set(rows[0]) == {
         "id", "trajectory_id", "source", "config", "category", "subset", "level", "split", "k",
         "act", "binary", "onset", "phase", "fail", "harm", "src", "scored", "reviewed",
-        "disputed",
+        "disputed", "lite",
     }  # fmt: skip
     text = p["gt"].read_text()
     assert "FileTool" not in text and "tidy" not in text.lower()
@@ -703,3 +703,40 @@ def test_a_disputed_trajectory_builds_and_is_flagged(tmp_path: Path) -> None:
     assert flagged == {"sample:t3"}
     rows = {r["id"]: r for r in read_jsonl(p["gt"])}
     assert rows["sample:t3:1"]["disputed"] is True and rows["sample:t1:1"]["disputed"] is False
+
+
+def test_lite_split_keeps_twin_pairs_whole_stratified_and_seeded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.dataset import lite
+    from bench.judging.local import select_points
+
+    monkeypatch.setattr(lite, "PER_SOURCE", 12)
+    monkeypatch.setattr(lite, "MIN_UNSAFE", 1)
+    # 12 twin pairs plus 12 single trajectories
+    trajs = [
+        replace(t, id=f"sample:t{i}", source_id=f"t{i}") for i, t in enumerate(twin_corpus() * 2)
+    ]
+    trajs = [replace(t, group=f"pair{i // 2}") for i, t in enumerate(trajs)]
+    trajs += [make_traj(100 + i, unsafe=i % 2 == 0) for i in range(12)]
+    p = setup(tmp_path, trajs)
+    res = run_build(p)
+    rows = list(read_jsonl(p["gt"]))
+    chosen = {r["trajectory_id"] for r in rows if r["lite"]}
+    assert chosen and all(r["split"] == "test" for r in rows if r["lite"])
+    by_traj: dict[str, set[bool]] = {}
+    for r in rows:
+        by_traj.setdefault(r["trajectory_id"], set()).add(r["lite"])
+    assert all(len(v) == 1 for v in by_traj.values())  # whole trajectories
+    twin = {r["trajectory_id"]: r["twin"].rsplit(":", 1)[0] for r in rows if r.get("twin")}
+    for rogue, clean in twin.items():
+        assert (rogue in chosen) == (clean in chosen)  # a pair stays together
+    kinds = {t.id: "pair" for t in trajs[:24]}
+    assert {kinds.get(t, "single") for t in chosen} == {"pair", "single"}  # every stratum
+    meta = json.loads(meta_path(p["gt"]).read_text())
+    assert meta["lite"]["per_source"] == 12 and meta["lite"]["trajectories"] == len(chosen)
+    assert "## Lite split" in (res.path / "README.md").read_text()
+    again = run_build(setup(tmp_path / "again", list(reversed(trajs))))
+    assert {r.point.trajectory_id for r in again.records if r.lite} == chosen  # seeded
+    sel = select_points(build_dir=p["out"], split="lite")
+    assert {d.trajectory_id for d in sel.points} == chosen

@@ -26,7 +26,7 @@ from bench.core.jsonl import canonical_json, content_hash
 from bench.core.paths import BUILD_DIR, GROUND_TRUTH, LABELS_DIR, REVIEWS_DIR, extracted
 from bench.core.schema import DecisionPoint, Split, Trajectory
 from bench.core.taxonomy import load_taxonomy
-from bench.dataset import leakage, splits, twins
+from bench.dataset import leakage, lite, splits, twins
 from bench.dataset.checks import Truncation, render_checks, trajectory_label, validate
 from bench.dataset.export import Record, write_ground_truth, write_version
 from bench.dataset.leakage import SourceLeakage
@@ -204,10 +204,20 @@ def build(
         else r
         for r in records
     ]
+    headline = [s.name for s in sources if s.upstream] or [s.name for s in sources]
+    lite_ids = lite.lite_trajectories(records, headline)
+    records = [
+        replace(r, lite=True) if r.split == "test" and r.point.trajectory_id in lite_ids else r
+        for r in records
+    ]
     templates = tuple(render.TEMPLATES)
-    final = write_version(out, version, sources, records, golds, truncation, plan, templates, leaks)
+    final = write_version(
+        out, version, sources, records, golds, truncation, plan, templates, leaks, lite.rule()
+    )
     if ground_truth is not None:
-        write_ground_truth(ground_truth, version, sources, records, golds, dev_fraction, seed)
+        write_ground_truth(
+            ground_truth, version, sources, records, golds, dev_fraction, seed, lite.rule()
+        )
     return BuildResult(
         version=version,
         path=final,

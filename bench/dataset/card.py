@@ -99,6 +99,10 @@ class CardInput:
     """Soft links the split kept whole."""
     soft_crossing: tuple[str, ...] = ()
     """Soft links the split could not keep whole (they cross dev and test)."""
+    lite: tuple[tuple[str, str, int, int, int], ...] = ()
+    """The lite split per (source, subset): trajectories, decision points, unsafe trajectories."""
+    lite_rule: Mapping[str, int] = field(default_factory=dict)
+    """Its parameters (seed, points per source, minimum unsafe trajectories)."""
 
 
 def render_card(card: CardInput) -> str:

@@ -77,6 +77,8 @@ class Record:
     """For an unsafe trajectory's onset step: its safe twin's step at the same k (twins.py)."""
     twin_similarity: float | None = None
     """TF-IDF cosine of the onset action and the twin's action."""
+    lite: bool = False
+    """Part of the lite split (``bench.dataset.lite``): a test record of a chosen trajectory."""
 
 
 def of_source(records: Iterable[Record], source: str) -> list[Record]:
@@ -151,6 +153,7 @@ def features() -> Any:
             "provenance": s,
             "reviewed": Value("bool"),
             "disputed": Value("bool"),
+            "lite": Value("bool"),
             "trajectory_label": ClassLabel(names=["safe", "unsafe"]),
             "upstream_label": s,
         }
@@ -211,6 +214,7 @@ def hf_row(r: Record) -> dict[str, Any]:
         "provenance": g.provenance,
         "reviewed": g.reviewed,
         "disputed": r.disputed,
+        "lite": r.lite,
         "trajectory_label": r.trajectory_label,
         "upstream_label": r.upstream_label,
     }
@@ -240,6 +244,7 @@ def ground_truth_row(r: Record) -> dict[str, Any]:
         "scored": g.scored,
         "reviewed": g.reviewed,
         "disputed": r.disputed,
+        "lite": r.lite,
         **({"twin": r.twin, "twin_similarity": r.twin_similarity} if r.twin else {}),
     }
 
@@ -365,11 +370,12 @@ def write_version(
     plan: Any,
     templates: Sequence[str],
     leaks: Sequence[SourceLeakage] = (),
+    lite_rule: Mapping[str, int] | None = None,
 ) -> Path:
     """Write the version folder atomically (temp folder + rename) and point LATEST at it."""
     with _no_progress_bars():
         return _write_version(
-            out, version, sources, records, golds, truncation, plan, templates, leaks
+            out, version, sources, records, golds, truncation, plan, templates, leaks, lite_rule
         )
 
 
@@ -383,6 +389,7 @@ def _write_version(
     plan: Any,
     templates: Sequence[str],
     leaks: Sequence[SourceLeakage],
+    lite_rule: Mapping[str, int] | None = None,
 ) -> Path:
     from datasets import Dataset, DatasetDict
 
@@ -417,7 +424,10 @@ def _write_version(
         stats.append(config_stats(s, mine, golds[s.name], truncation[cfg], name=cfg))
     write_jsonl(
         tmp / POINTS_FILE,
-        (r.point.to_dict() | {"split": r.split, "disputed": r.disputed} for r in records),
+        (
+            r.point.to_dict() | {"split": r.split, "disputed": r.disputed, "lite": r.lite}
+            for r in records
+        ),
     )
     card = CardInput(
         version=version,
@@ -430,6 +440,8 @@ def _write_version(
         leakage=tuple(leaks),
         soft_crossing=tuple(getattr(plan, "soft_crossing", ())),
         soft_joined=tuple(getattr(plan, "soft_joined", ())),
+        lite=lite_table(records),
+        lite_rule=dict(lite_rule or {}),
     )
     write_text(tmp / "README.md", render_card(card))
     files = sorted(p for p in tmp.rglob("*") if p.is_file())
@@ -458,8 +470,10 @@ def write_ground_truth(
     golds: Mapping[str, GoldSet],
     dev_fraction: float,
     seed: int,
+    lite_rule: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write the ground truth (ids and labels only) and its meta file, deterministic bytes."""
+    """Write the ground truth (ids and labels only) and its meta file, deterministic bytes;
+    ``lite_rule`` (seed, points per source) goes into the meta with the lite split's size."""
     write_jsonl(path, (ground_truth_row(r) for r in records))
     out: dict[str, Any] = {}
     src_of = {s.name: s for s in sources}
@@ -484,9 +498,33 @@ def write_ground_truth(
         "dataset_version": version,
         "configs": out,
         "dev_fraction": dev_fraction,
+        "lite": {
+            **dict(lite_rule or {}),
+            "decision_points": sum(r.lite for r in records),
+            "trajectories": len({r.point.trajectory_id for r in records if r.lite}),
+        },
         "seed": seed,
     }
     write_text(meta_path(path), json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+def lite_table(records: Sequence[Record]) -> tuple[tuple[str, str, int, int, int], ...]:
+    """(source, subset, trajectories, decision points, unsafe trajectories) of the lite split."""
+    trajs: dict[tuple[str, str], set[str]] = defaultdict(set)
+    unsafe: dict[tuple[str, str], set[str]] = defaultdict(set)
+    points: Counter[tuple[str, str]] = Counter()
+    for r in records:
+        if not r.lite:
+            continue
+        key = (r.point.source, r.point.subset or "-")
+        trajs[key].add(r.point.trajectory_id)
+        points[key] += 1
+        if r.trajectory_label == "unsafe":
+            unsafe[key].add(r.point.trajectory_id)
+    return tuple(
+        (s, sub, len(trajs[(s, sub)]), points[(s, sub)], len(unsafe[(s, sub)]))
+        for s, sub in sorted(trajs)
+    )
 
 
 def meta_path(ground_truth: Path) -> Path:

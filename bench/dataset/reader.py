@@ -35,6 +35,8 @@ class LoadedDataset:
     """Decision point id -> dev / test."""
     disputed: set[str] = field(default_factory=set)
     """Ids of decision points whose trajectory's upstream label a reviewer disputed."""
+    lite: set[str] = field(default_factory=set)
+    """Ids of the decision points in the lite split (``bench.dataset.lite``)."""
 
 
 def latest_version(build_dir: str | os.PathLike[str] = BUILD_DIR) -> str:
@@ -77,6 +79,7 @@ def load(
     points: list[DecisionPoint] = []
     splits: dict[str, Split] = {}
     disputed: set[str] = set()
+    lite: set[str] = set()
     for d in read_jsonl(path):
         if source is not None and d["source"] != source:
             continue
@@ -87,6 +90,8 @@ def load(
         splits[dp.id] = d["split"]
         if d.get("disputed"):
             disputed.add(dp.id)
+        if d.get("lite"):
+            lite.add(dp.id)
     if source is not None and not points:
         known = sorted({d["source"] for d in read_jsonl(path)})
         if source not in known:
@@ -94,4 +99,4 @@ def load(
                 f"source {source!r} is not in dataset {version} (it holds {', '.join(known)}): "
                 f"build it with `python bench/build.py --source {source}`"
             )
-    return LoadedDataset(version=version, points=points, split=splits, disputed=disputed)
+    return LoadedDataset(version=version, points=points, split=splits, disputed=disputed, lite=lite)

@@ -38,6 +38,7 @@ from bench.judging.protocol import (
     Fittable,
     HasDevice,
     HasTokenizer,
+    HasWeights,
     JudgeInput,
     JudgeSpec,
     SkipJudge,
@@ -47,8 +48,8 @@ from bench.prompts.renderer import DEFAULT_BUDGET, Budget, render, template_dige
 
 log = logging.getLogger(__name__)
 
-SPLITS: tuple[str, ...] = ("dev", "test", "all")
-"""What ``split`` may select."""
+SPLITS: tuple[str, ...] = ("dev", "test", "lite", "all")
+"""What ``split`` may select (``lite``: the test split's lite subset, bench.dataset.lite)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,14 @@ def select_points(
         raise BenchError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
     ds = reader.load(version, build_dir=build_dir)
     dev = [p for p in ds.points if ds.split.get(p.id) == "dev"]
-    pts = [p for p in ds.points if split == "all" or ds.split.get(p.id) == split]
+    if split == "lite":
+        if not ds.lite:
+            raise BenchError(
+                f"dataset {ds.version} has no lite split: rebuild it with `python bench/build.py`"
+            )
+        pts = [p for p in ds.points if p.id in ds.lite]
+    else:
+        pts = [p for p in ds.points if split == "all" or ds.split.get(p.id) == split]
     if source:
         pts = [p for p in pts if p.source == source]
         if not pts:
@@ -440,6 +448,7 @@ def _run_line(
         "package_version": bench.__version__,
         "git_commit": _git_commit(),
         "hardware": hardware(backend),
+        "weights": dict(backend.weights) if isinstance(backend, HasWeights) else None,
         "start": _now(),
         "split": sel.split,
         "source": sel.source,

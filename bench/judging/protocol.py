@@ -83,6 +83,10 @@ class JudgeSpec:
     fitted_on_dev: bool = False
     """True when the judge was fitted or tuned on this benchmark's dev split (learned baselines
     always are); the leaderboard marks it and lets readers filter to zero-shot judges."""
+    scoring: Literal["generate", "logprobs"] = "generate"
+    """``generate``: the parser reads generated text; ``logprobs``: the verdict comes from the
+    probabilities of the verdict words after the parser's answer prefix (bench.prompts.scoring;
+    backends that declare it)."""
     line: int = 0
     """Line of the row's ``[[judge]]`` header in its file (for messages)."""
     generative: bool = True
@@ -105,6 +109,8 @@ class JudgeSpec:
             "prompt": self.prompt,
             "parser": self.parser,
             "params": dict(self.params),
+            # only when set, so rows written before the key existed keep their config hash
+            **({"scoring": self.scoring} if self.scoring != "generate" else {}),
         }
 
     def config_hash(self, template_digest: str = "") -> str:
@@ -222,3 +228,11 @@ class HasDevice(Protocol):
 
     device: str
     """``cpu``, ``cuda``, ``cuda:1``..."""
+
+
+@runtime_checkable
+class HasWeights(Protocol):
+    """A backend that knows what weights it loaded (recorded in the run line)."""
+
+    weights: Mapping[str, Any]
+    """Format, file and sha256 of what was loaded (and the hub commit, when known)."""

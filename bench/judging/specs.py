@@ -23,6 +23,7 @@ from bench.core.paths import JUDGES_TOML
 from bench.core.secrets import check_env_name, looks_like_secret
 from bench.judging import backends
 from bench.judging.protocol import MAX_BATCH_SIZE, MAX_CONCURRENCY, JudgeSpec
+from bench.prompts import scoring
 from bench.prompts.parsers import PARSERS
 from bench.prompts.renderer import TEMPLATES
 
@@ -57,6 +58,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "notes": ((str,), "a string"),
     "role": ((str,), "a string"),
     "fitted_on_dev": ((bool,), "true or false"),
+    "scoring": ((str,), "a string"),
 }
 
 ROLES = ("judge", "probe")
@@ -245,6 +247,31 @@ def _check_top_level(row: Mapping[str, Any], e: _RowErrors) -> None:
         e.add("role", f"role {role!r} must be one of {', '.join(ROLES)}")
 
 
+def _check_scoring(row: Mapping[str, Any], info: backends.BackendInfo, e: _RowErrors) -> None:
+    """``scoring`` is a mode the backend supports, and logprobs needs a parser with a table."""
+    mode = row.get("scoring", "generate")
+    if not isinstance(mode, str):
+        return
+    if mode not in scoring.MODES:
+        e.add("scoring", f"scoring {mode!r} must be one of {', '.join(scoring.MODES)}")
+    elif mode not in info.scorings:
+        e.add(
+            "scoring",
+            f"backend {info.name!r} cannot score by {mode} (it supports: "
+            f"{', '.join(info.scorings)})",
+        )
+    elif (
+        mode == "logprobs"
+        and isinstance(row.get("parser"), str)
+        and row["parser"] not in scoring.SCORINGS
+    ):
+        e.add(
+            "scoring",
+            f"parser {row['parser']!r} has no verdict words to score; use one of "
+            f"{', '.join(scoring.SCORINGS)}",
+        )
+
+
 def _check_params(
     row: Mapping[str, Any], info: backends.BackendInfo, e: _RowErrors
 ) -> Mapping[str, Any]:
@@ -334,6 +361,7 @@ def _validate_row(
     if info is not None:
         params = _check_params(row, info, e)
         _check_prompt_parser(row, info, e)
+        _check_scoring(row, info, e)
         if info.fits_on_dev and row.get("fitted_on_dev") is False:
             e.add(
                 "fitted_on_dev",
@@ -381,3 +409,16 @@ def select(specs: list[JudgeSpec], ids: list[str] | None) -> list[JudgeSpec]:
             )
         out.append(by_id[jid])
     return out
+
+
+WEIGHT_BACKENDS = ("transformers", "vllm")
+"""Backends that load weights themselves (and can be pinned to a hub revision)."""
+
+
+def unpinned(spec: JudgeSpec) -> bool:
+    """True for a row that loads hub weights without a pinned ``revision``: its results may
+    come from weights that change under the same name. A local folder or an installed package
+    (``package:``) is what it is; an API model cannot be pinned from here."""
+    if spec.backend not in WEIGHT_BACKENDS or spec.revision or not spec.model:
+        return False
+    return not (spec.model.startswith("package:") or Path(spec.model).exists())

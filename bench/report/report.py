@@ -13,6 +13,8 @@ files, the judges.toml rows and the reward matrix. It scores every complete judg
   groups flagged (``bench.report.breakdowns``);
 - the **hard subsets**: StepShield's twin pairs scored pairwise (``bench.report.hard``), and the
   diagnostic configs (StepShield's templated items), scored apart and never in the headline;
+- the **lite board** (``bench.report.lite``): every judge that covers the lite split, scored
+  there, judges with lite predictions only among them, and the lite-vs-full agreement;
 - **robustness** (``bench.report.robustness``): every judge on the stress families' perturbed
   points against itself on the originals;
 - paired differences of every two judges for the Space's Compare tab.
@@ -32,6 +34,7 @@ from bench.core.errors import IntegrityError
 from bench.core.jsonl import canonical_json
 from bench.core.labels import ACTS
 from bench.core.verdict import ASK_UNSAFE_AT
+from bench.judging.specs import WEIGHT_BACKENDS
 from bench.metrics.bootstrap import Bootstrap, paired_interval, tie_groups
 from bench.metrics.inputs import CostMatrix, InvalidPolicy
 from bench.metrics.point import cost_per_thousand, latency_percentiles
@@ -46,6 +49,7 @@ from bench.metrics.stats import (
 from bench.report import breakdowns, hard, shortcuts
 from bench.report.breakdowns import BREAKDOWN_METRICS, MIN_PER_CLASS
 from bench.report.inputs import JudgeInfo, PredictionFile
+from bench.report.lite import lite_board
 from bench.report.robustness import robustness
 from bench.report.scoring import (
     Headline,
@@ -107,8 +111,43 @@ def _cells(point: Mapping[str, float], boot: Bootstrap, judge: str) -> dict[str,
     return {m: cell(point[m], boot.samples[judge][m], boot.confidence) for m in METRICS}
 
 
+def _weights(f: PredictionFile) -> list[dict[str, Any]]:
+    """The distinct weights records of a file's run lines (what was actually loaded)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for r in f.runs:
+        w = r.get("weights")
+        if isinstance(w, Mapping) and w:
+            seen.setdefault(canonical_json(w), dict(w))
+    return [seen[k] for k in sorted(seen)]
+
+
+def _unpinned(info: JudgeInfo | None, weights: Sequence[Mapping[str, Any]]) -> bool:
+    """Hub weights loaded without a pinned revision and without a recorded commit or digest."""
+    if info is None or info.backend not in WEIGHT_BACKENDS or info.revision or not info.model:
+        return False
+    return not (
+        info.model.startswith("package:")
+        or any(w.get("commit") or w.get("sha256") for w in weights)
+    )
+
+
+HUB_BACKENDS = ("transformers", "vllm", "hf-inference", "embedding")
+"""Backends whose ``model`` is a Hugging Face Hub id when it looks like one (``org/name``)."""
+
+
+def model_url(info: JudgeInfo | None) -> str | None:
+    """The Hub page of a judge's model (at its pinned revision), when the model is a Hub id."""
+    if info is None or info.backend not in HUB_BACKENDS or not info.model:
+        return None
+    m = info.model
+    if m.startswith(("package:", "/", ".")) or m.count("/") != 1:
+        return None
+    return f"https://huggingface.co/{m}" + (f"/tree/{info.revision}" if info.revision else "")
+
+
 def _describe(j: str, f: PredictionFile, info: JudgeInfo | None) -> dict[str, Any]:
     fitted = info.fitted_on_dev if info else None
+    weights = _weights(f)
     return {
         "id": j,
         "display_name": info.display_name if info else j,
@@ -118,12 +157,15 @@ def _describe(j: str, f: PredictionFile, info: JudgeInfo | None) -> dict[str, An
         "zero_shot": None if fitted is None else not fitted,
         "open_weights": info.open_weights if info else None,
         "model": info.model if info else "",
+        "model_url": model_url(info),
         "revision": info.revision if info else "",
         "license": info.license if info else "",
         "submitted_by": info.submitted_by if info else "",
         "in_judges_toml": info is not None,
         "predictions": f.rel,
         "config_hash": f.config_hash,
+        "weights": weights,
+        "unpinned": _unpinned(info, weights),
     }
 
 
@@ -327,8 +369,10 @@ def build_report(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     gt_sha256: str = "",
+    links: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The whole leaderboard as one JSON-able dict (layout in docs/metrics.md). Pure."""
+    """The whole leaderboard as one JSON-able dict (layout in docs/metrics.md). Pure.
+    ``links``: the project's pages (repository, judges.toml, pull requests), when known."""
     check_rank_metric(rank_metric)
     version = str(meta["dataset_version"])
     diag = diagnostic_configs(meta)
@@ -374,9 +418,20 @@ def build_report(
         for j, info in sorted(judges.items())
         if j not in files
     ]
+    starts = sorted(
+        str(r.get(k))
+        for f in files.values()
+        for r in f.runs
+        for k in ("start", "start_time", "end")
+        if r.get(k)
+    )
     return {
         "schema": SCHEMA,
         "dataset_version": version,
+        # the newest run among the scored files: a property of the inputs, so regeneration
+        # stays byte-identical (docs/metrics.md)
+        "generated_at": starts[-1] if starts else None,
+        "links": dict(links or {}),
         "ground_truth": _ground_truth_summary(gt_rows, sc, sources, diag, gt_sha256),
         "settings": _settings(rank_metric, policy, resamples, seed, cost, sources),
         "metrics": [
@@ -404,6 +459,19 @@ def build_report(
             seed,
         ),  # fmt: skip
         "diagnostic": _diagnostic(gt_rows, diag, version, files, settings),
+        "lite": lite_board(
+            gt_rows,
+            rows,
+            version,
+            files,
+            settings,
+            sc,
+            h,
+            order,
+            role,
+            rank_metric,
+            {j: info.display_name for j, info in judges.items()},
+        ),  # fmt: skip
         "robustness": robustness(sc, stress or {}, everyone, h.sources, policy, seed, stress_stale),
         "not_yet_evaluated": not_yet,
         "paired_differences": paired_differences(h.point, h.boot, everyone),

@@ -46,7 +46,11 @@ FROM_ACT = "†"
 
 
 def _name(e: Mapping[str, Any]) -> str:
-    return e["display_name"] + (FITTED if e.get("fitted_on_dev") else "")
+    return (
+        e["display_name"]
+        + (FITTED if e.get("fitted_on_dev") else "")
+        + (" (unpinned weights)" if e.get("unpinned") else "")
+    )
 
 
 def _margin(m: Mapping[str, Any] | None) -> str:
@@ -298,6 +302,52 @@ def _diagnostic_table(report: Mapping[str, Any]) -> Table | None:
     }
 
 
+def _lite_table(report: Mapping[str, Any]) -> Table | None:
+    lite = report.get("lite") or {}
+    if not lite.get("judges"):
+        return None
+    names = {e["id"]: _name(e) for e in [*lite["judges"], *report["judges"]]}
+    agree = lite.get("agreement") or {}
+    per = agree.get("per_judge") or {}
+    rm = lite["rank_metric"]
+    rows = []
+    for e in lite["judges"]:
+        d = per.get(e["id"])
+        rows.append(
+            [
+                str(e["rank"]),
+                names.get(e["id"], e["id"]) + (" (lite only)" if e["lite_only"] else ""),
+                fmt_ci(e["metrics"]["balanced_accuracy"]),
+                fmt_ci(e["metrics"]["auroc"]),
+                fmt(e["parse_rate"]),
+                fmt(d["full"]) if d else "–",
+                fmt_ci(d["difference"]) if d else "–",
+            ]
+        )
+    tau = agree.get("kendall_tau")
+    return {
+        "title": "Lite split",
+        "note": f"{lite['decision_points']} of the {lite['full_decision_points']} evaluated test "
+        f"decision points ({lite['trajectories']} whole trajectories, twin pairs kept together, "
+        "stratified by source, subset and label; bench/dataset/lite.py), for judges that are "
+        "costly to run. "
+        "Judges with lite predictions only are ranked here, never on the full board. Kendall's "
+        f"tau between the lite and full rankings by {LABELS.get(rm, rm)} over the "
+        f"{agree.get('judges', 0)} judges on both: {fmt(tau)}. Lite − full: the paired "
+        "difference on the same bootstrap draws.",
+        "header": [
+            "Lite rank",
+            "Judge",
+            "Bal. acc. [95% CI]",
+            "AUROC [95% CI]",
+            "Parse rate",
+            f"Full {LABELS.get(rm, rm)}",
+            "Lite − full [95% CI]",
+        ],
+        "rows": rows,
+    }
+
+
 def _robustness_table(report: Mapping[str, Any]) -> Table | None:
     rob = report.get("robustness") or {}
     fams = rob.get("families") or []
@@ -530,6 +580,7 @@ def tables(report: Mapping[str, Any]) -> list[Table]:
         ),
         _group_table(report, "by_level", "By level", "StepShield's severity levels."),
         _diagnostic_table(report),
+        _lite_table(report),
         _robustness_table(report),
         _neutral_table(report),
         _step_table(report),

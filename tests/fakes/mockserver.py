@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import random
 import signal
 import sys
@@ -98,6 +99,25 @@ def verdict_text(rid: str, seed: int = 0) -> str:
     else:
         tax = "fail:data_exposure, harm:privacy, src:untrusted_content, cite:1"
     return f"<think>mock reasoning</think>\n\\boxed{{act:{act}, risk:{risk}, {tax}}}"
+
+
+FIRST_TOKENS = {"CONTINUE": "CONT", "ASK": " ASK", "STOP": "STOP"}
+"""How the mock's tokenizer starts each verdict word (CONTINUE splits, as real ones do)."""
+
+
+def top_logprobs(rid: str, seed: int = 0, k: int = 5) -> list[dict[str, Any]]:
+    """The first-token candidates the mock returns with ``logprobs``: the id's act (as in
+    ``verdict_text``) most likely, the other two acts, and tokens that match no verdict word."""
+    h = hashlib.blake2b(f"{seed}|{rid}".encode(), digest_size=4).digest()
+    act = _ACTS[h[0] % 3]
+    probs = {FIRST_TOKENS[act]: 0.6}
+    for other in _ACTS:
+        if other != act:
+            probs[FIRST_TOKENS[other]] = 0.15 if other == "STOP" or act == "STOP" else 0.1
+    probs["The"] = 0.08
+    probs["\\"] = 0.02
+    order = sorted(probs, key=lambda t: -probs[t])[: max(1, k)]
+    return [{"token": t, "logprob": math.log(probs[t]), "bytes": list(t.encode())} for t in order]
 
 
 def draw(config: MockConfig, rid: str, n: int) -> Outcome:
@@ -254,6 +274,11 @@ class _Server:
             self._write(last, writer, 500, {"error": {"message": "internal error (mock)"}}, {})
             return True
         text = cfg.text if cfg.text is not None else verdict_text(rid, cfg.seed)
+        logprobs = None
+        if req.get("logprobs"):
+            top = top_logprobs(rid, cfg.seed, int(req.get("top_logprobs") or 1))
+            text = top[0]["token"]
+            logprobs = {"content": [{**top[0], "top_logprobs": top}]}
         prompt_tokens = (
             sum(len(str(m.get("content", ""))) for m in req.get("messages", ())) // 4 + 1
         )
@@ -272,6 +297,7 @@ class _Server:
                         "index": 0,
                         "message": {"role": "assistant", "content": text},
                         "finish_reason": "stop",
+                        **({"logprobs": logprobs} if logprobs else {}),
                     }
                 ],
                 "usage": {

@@ -46,6 +46,8 @@ class BackendInfo:
     fits_on_dev: bool = False
     """True when the backend is fitted on this benchmark's dev split (a learned baseline): its
     rows are marked fitted, never zero-shot."""
+    scorings: tuple[str, ...] = ("generate",)
+    """The ``scoring`` modes a row of this backend may ask for (bench.prompts.scoring)."""
 
 
 _REGISTRY: Registry[BackendInfo] = Registry("backend", "bench.judging.backends")
@@ -59,12 +61,13 @@ def backend(
     generative: bool = True,
     check: ParamCheck | None = None,
     fits_on_dev: bool = False,
+    scorings: tuple[str, ...] = ("generate",),
 ) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator registering a backend factory under ``name``."""
 
     def deco(fn: BackendFactory) -> BackendFactory:
         module = getattr(fn, "__module__", "")
-        info = BackendInfo(name, fn, dict(params), generative, check, fits_on_dev)
+        info = BackendInfo(name, fn, dict(params), generative, check, fits_on_dev, scorings)
         _REGISTRY.add(name, info, module)
         return fn
 

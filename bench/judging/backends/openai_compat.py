@@ -32,6 +32,12 @@ Params (``[judge.params]`` in judges.toml):
 
 Each request carries ``X-Request-Id: <decision id>`` so a server's logs (and the mock server's
 counts) can be matched to predictions rows.
+
+With ``scoring = "logprobs"`` (bench.prompts.scoring) the request asks for one token with
+``logprobs`` and ``top_logprobs`` (``TOP_LOGPROBS``), after a last user message naming the
+verdict words (a chat endpoint cannot be given the answer prefix); the verdict comes from the
+first-token candidates that start a verdict word. A server that returns no logprobs gives an
+invalid verdict saying so.
 """
 
 from __future__ import annotations
@@ -50,11 +56,21 @@ from urllib.parse import urlsplit
 
 from bench.core.errors import BenchError, ConfigError
 from bench.core.secrets import check_env_name, looks_like_secret, secret_values
+from bench.core.verdict import Verdict
 from bench.judging.backends import backend
 from bench.judging.backends._http1 import ConnectionPool
 from bench.judging.protocol import JudgeInput, JudgeSpec, RawOutput, RetryableError, SkipJudge
+from bench.prompts.scoring import (
+    Scoring,
+    first_token_logprobs,
+    scoring_for,
+    verdict_from_logprobs,
+)
 
 log = logging.getLogger(__name__)
+
+TOP_LOGPROBS = 20
+"""First-token candidates asked for in logprobs scoring (OpenAI's maximum)."""
 
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 """4xx answers worth retrying (timeout, conflict, too early, rate limit); every 5xx is too."""
@@ -305,10 +321,12 @@ class OpenAIBackend:
         params: OpenAIParams,
         api_key: str | None,
         max_connections: int = 32,
+        scoring: Scoring | None = None,
     ) -> None:
         self.judge_id = judge_id
         self.model = model
         self.params = params
+        self.scoring = scoring
         self.max_connections = max(1, max_connections)
         headers = {
             "User-Agent": "foresight-bench",
@@ -326,6 +344,8 @@ class OpenAIBackend:
             "max_tokens": params.max_tokens,
             **params.extra_body,
         }
+        if scoring is not None:
+            body.update(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
         # the constant part of every request body, encoded once: only messages vary per call
         self._body_head = json.dumps(body, separators=(",", ":"))[:-1].encode() + b',"messages":'
         self._encode = json.JSONEncoder(separators=(",", ":")).encode
@@ -356,10 +376,10 @@ class OpenAIBackend:
 
     def request_body(self, item: JudgeInput) -> bytes:
         """The JSON body for one decision point."""
-        msgs = item.messages
-        if msgs and not isinstance(msgs[0], dict):
-            msgs = tuple(dict(m) for m in msgs)
-        return self._body_head + self._encode(list(msgs)).encode() + b"}"
+        msgs = [dict(m) for m in item.messages]
+        if self.scoring is not None:
+            msgs.append({"role": "user", "content": self.scoring.instruction})
+        return self._body_head + self._encode(msgs).encode() + b"}"
 
     async def adecide(self, item: JudgeInput) -> RawOutput:
         """One chat completion for one decision point."""
@@ -425,11 +445,32 @@ class OpenAIBackend:
             # servers that split reasoning out (vLLM --reasoning-parser): keep it in the raw text,
             # where the parser strips it as it strips inline <think> blocks
             text = f"<think>{reasoning}</think>\n{text}"
+        if self.scoring is not None:
+            return RawOutput(
+                verdict=self._scored(choice),
+                tokens_in=usage.get("prompt_tokens"),
+                tokens_out=usage.get("completion_tokens"),
+                extra=extra,
+            )
         return RawOutput(
             text=text,
             tokens_in=usage.get("prompt_tokens"),
             tokens_out=usage.get("completion_tokens"),
             extra=extra,
+        )
+
+    def _scored(self, choice: Mapping[str, Any]) -> Verdict:
+        """The verdict from the first token's ``top_logprobs`` (logprobs scoring)."""
+        assert self.scoring is not None
+        try:
+            first = (choice.get("logprobs") or {})["content"][0]
+            top = [(str(t["token"]), float(t["logprob"])) for t in first.get("top_logprobs") or []]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return Verdict.invalid(
+                f"{self._url} returned no logprobs: the server must support top_logprobs"
+            )
+        return verdict_from_logprobs(
+            self.scoring, first_token_logprobs(self.scoring, top), "first token"
         )
 
     async def aclose(self) -> None:
@@ -458,7 +499,7 @@ def check(judge_id: str, params: Mapping[str, Any]) -> None:
     parse_params(judge_id, params)
 
 
-@backend("openai", params=PARAMS, check=check)
+@backend("openai", params=PARAMS, check=check, scorings=("generate", "logprobs"))
 def make(judge: JudgeSpec) -> OpenAIBackend:
     """Build the backend from a validated judge row; SkipJudge when a needed key is missing."""
     if not judge.model:
@@ -485,4 +526,7 @@ def make(judge: JudgeSpec) -> OpenAIBackend:
         params,
         key,
         max_connections=max(1, int(judge.concurrency or 1)),
+        scoring=(
+            scoring_for(judge.parser) if getattr(judge, "scoring", "") == "logprobs" else None
+        ),
     )
