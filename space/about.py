@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from data import Results, Texts
+from data import Results, Texts, link_overrides
 from fmt import md_escape
 
 DEFINITIONS: Mapping[str, str] = {
@@ -102,6 +102,20 @@ Benchmarking Safety Risk Awareness for LLM Agents*, github.com/Lordog/R-Judge), 
 (github.com/glo26/stepshield-review) and ASSEBench (from AgentAuditor,
 github.com/Astarojth/AgentAuditor-ASSEBench).
 """
+
+
+def submit_md(res: Results) -> str:
+    """The Submit tab: how to add a judge, with the project's links when they are known."""
+    links = {**(res.report.get("links") or {}), **link_overrides()}
+    extra = []
+    if links.get("judges_toml"):
+        extra.append(f"- [judges.toml]({links['judges_toml']}): the file a new judge is a row of")
+    if links.get("pull_requests"):
+        extra.append(f"- [Open a pull request]({links['pull_requests']}) with the row")
+    if links.get("submit"):
+        extra.append(f"- [The judges.toml reference]({links['submit']}) (every key, every backend)")
+    head = "## Links\n" + "\n".join(extra) + "\n" if extra else ""
+    return head + SUBMIT_MD
 
 
 def about_md(res: Results) -> str:

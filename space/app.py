@@ -17,6 +17,7 @@ imported by name, not a package, because the Space runs from this folder alone.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -43,6 +44,8 @@ CSS = """
 .fs-table .virtual-row * {
   font-family: var(--font) !important; font-size: 0.86rem !important;}
 .fs-table th {font-weight: 600;}
+.fs-table td, .fs-table th, .fs-table td *, .fs-table th * {
+  word-break: keep-all !important; overflow-wrap: normal !important; hyphens: none !important;}
 .fs-kv {display: flex; flex-wrap: wrap; gap: 4px 16px; margin: 0 0 6px 0;}
 .fs-kv span b {font-weight: 600;}
 .fs-head {margin: 0 0 8px 0;}
@@ -57,32 +60,56 @@ CSS = """
 .fs-turn {border-left: 3px solid var(--border-color-primary); padding-left: 8px; margin: 6px 0;}
 .fs-cited {border-left-color: #d97706;}
 .fs-turnhead {font-weight: 600; font-size: 0.9em;}
-.fs-muted {color: var(--body-text-color-subdued);}
+.fs-muted {color: #4b5563;}
+/* contrast: the selected tab and muted notes at 4.5:1 or more on white (WCAG AA) */
+button[role="tab"][aria-selected="true"], .tab-wrapper button.selected {
+  color: #1d4ed8 !important; border-color: #1d4ed8 !important;}
+.gradio-container {--body-text-color-subdued: #4b5563;}
+.fs-h2 h2 {margin: 4px 0 2px 0;}
 .fs-raw summary {cursor: pointer; font-weight: 600;}
 """
 
 THEME = gr.themes.Default(
+    primary_hue="blue",
     font=["system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
     font_mono=["ui-monospace", "Menlo", "Consolas", "monospace"],
 )
 """System fonts: nothing fetched from a font CDN (the page also works offline)."""
 
-LEADERBOARD_WIDTHS: list[str | int] = [
-    "4%",
-    "13%",
-    "6%",
-    "4%",
-    "11%",
-    "11%",
-    "11%",
-    "11%",
-    "14%",
-    "5%",
-    "5%",
-    "5%",
-]
-"""Main-table columns (rank, judge, backend, open, 4 metrics with CI, vs shortcuts, 2 plain,
-p50): they add up to the page width, so nothing is cut off at 1366 px."""
+WIDTH_PX = {"#": 40, "Rank": 56, "Overall rank": 76, "Judge": 176, "Backend": 110, "Open": 56,
+            "Shortcuts": 92, "p50 s": 64, "Safe interrupted": 110, "Reward": 80}  # fmt: skip
+"""Column widths in pixels (others: 72 for a number, 124 for an interval). Fixed pixels, not
+percentages: at 1366 px the main table fits the page; on a phone it scrolls sideways with Rank
+and Judge pinned, and no header or cell is squeezed to a letter per line."""
+
+
+def column_widths(df: pd.DataFrame) -> list[str | int]:
+    """Pixel widths of a table's columns (``WIDTH_PX``)."""
+    out: list[str | int] = []
+    for c in df.columns:
+        if c in WIDTH_PX:
+            out.append(f"{WIDTH_PX[c]}px")
+        elif str(c).endswith("95% CI"):
+            out.append("118px")
+        elif str(c).startswith(("vs ", "Best")):
+            out.append("96px")
+        else:
+            out.append("72px")
+    return out
+
+
+def datatypes(df: pd.DataFrame) -> list[Any]:
+    """``number`` for numeric columns (they sort as numbers), ``str`` for the others."""
+    return ["number" if pd.api.types.is_numeric_dtype(df[c]) else "str" for c in df.columns]
+
+
+ALT = {
+    "roc": "ROC curve of each judge's risk score: true-positive rate against false-positive "
+    "rate as the threshold moves, the diagonal being chance.",
+    "reliability": "Reliability diagram per judge: the observed share of unsafe steps in each "
+    "bin of predicted risk, the diagonal being perfect calibration.",
+}
+"""Alternative text of the Plots tab's images."""
 
 HIDDEN: Any = False
 """``api_name`` of events that are not API endpoints: gradio 6 registers them as private (its
@@ -93,6 +120,15 @@ type hints say ``str | None``, its code takes False)."""
 
 def _df(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype(str) if not df.empty else df
+
+
+def _numeric(df: pd.DataFrame) -> Any:
+    """A table update that keeps numbers numeric (sortable) and sizes columns in pixels."""
+    if df.empty:
+        return gr.Dataframe(value=df)
+    return gr.Dataframe(
+        value=df, datatype=datatypes(df), column_widths=column_widths(df), pinned_columns=2
+    )
 
 
 def _table(value: pd.DataFrame, **kw: Any) -> gr.Dataframe:
@@ -122,7 +158,7 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
             open_weights=open_weights or "Any",
             fitted=fitted or "Any",
         )
-        return _df(df), note
+        return _numeric(df), note
 
     def trajectories(search: str) -> pd.DataFrame:
         return _df(T.trajectory_table(res, search))
@@ -139,17 +175,21 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
         dis, note = T.disagreements(res, a, b) if a != b else (pd.DataFrame(), "")
         return summary, _df(table), note, _df(dis)
 
-    def browse_list(source: str, act: str, search: str) -> tuple[Any, str]:
-        ids, note = T.browse_ids(res, texts, source=source, act=act, search=search)
+    def browse_list(
+        split: str, source: str, act: str, show: str, judge: str, search: str
+    ) -> tuple[Any, str]:
+        ids, note = T.browse_ids(
+            res, texts, split=split, source=source, act=act, show=show, judge=judge, search=search
+        )
         return gr.Dropdown(choices=ids, value=ids[0] if ids else None), note
 
-    def browse(did: str) -> tuple[str, pd.DataFrame, str]:
+    def browse(did: str) -> tuple[pd.DataFrame, str, str]:
         if not did:
-            return "<p class='fs-muted'>Pick a decision point.</p>", pd.DataFrame(), ""
+            return pd.DataFrame(), "<p class='fs-muted'>Pick a decision point.</p>", ""
         did = did.strip()
         return (
-            V.point_html(res, texts, did),
             _df(T.verdict_table(res, did)),
+            V.point_html(res, texts, did),
             V.raw_html(res, texts, did),
         )
 
@@ -166,9 +206,79 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
 # --------------------------------------------------------------------------- layout
 
 
-def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
+LEADERBOARD_KEYS = ("metric", "q", "source", "group", "backend", "open", "fitted")
+"""URL parameters of the Leaderboard tab's controls, in input order (the permalink)."""
+BROWSE_KEYS = ("id",)
+"""URL parameter of Browse's decision point."""
+
+
+def url_js(keys: Sequence[str], defaults: Sequence[Any]) -> str:
+    """JavaScript run before a change callback: writes the controls' values into the page URL
+    (a value at its default is removed), so the address bar is always a permalink."""
+    return (
+        "(...args) => { const u = new URL(window.location.href); "
+        f"const keys = {list(keys)!r}; const defs = {[d if d is not None else '' for d in defaults]!r}; "
+        "keys.forEach((k, i) => { let v = args[i]; if (Array.isArray(v)) v = v.join(','); "
+        "if (v === null || v === undefined || v === '' || v === defs[i]) u.searchParams.delete(k); "
+        "else u.searchParams.set(k, v); }); "
+        "window.history.replaceState(null, '', u); return args; }"
+    )
+
+
+HEADER_HELP = {
+    "#": "Position in this group, ordered by the chosen metric",
+    "Rank": "Rank on all data; judges whose paired bootstrap difference is not significant share a rank",
+    "Overall rank": "The judge's rank on all data (groups are not ranked)",
+    "Judge": "The judge's display name; ‡ fitted on this benchmark's dev split, † risk derived from the act on some steps",
+    "Backend": "How the judge runs (the backend key of its judges.toml row)",
+    "Open": "Open weights: yes, no, or not stated",
+    "Bal. acc.": "Balanced accuracy of STOP/ASK vs CONTINUE against gold: (recall + specificity) / 2, from 0.5 (chance) to 1",
+    "AUROC": "Area under the ROC curve of the risk score: 0.5 is chance, 1 is perfect ranking",
+    "Caught (bal.)": "(unsafe trajectories stopped at or before their onset + 1 - safe trajectories interrupted) / 2",
+    "Reward": "Mean of the reward matrix: -1 for letting an unsafe step run up to +1 for the right act; 0 for letting a safe step run",
+    "95% CI": "95% bootstrap interval, resampling trajectories within each source",
+    "vs shortcuts": "Margin over the best single-artefact probe on each source (positive = better than the shortcut)",
+    "vs best probe": "Margin over the best single-artefact probe on this source",
+    "Shortcuts": "above = the margin's interval excludes 0; otherwise the judge is not distinguishable from a shortcut",
+    "Safe interrupted": "Share of safe trajectories the judge stopped or asked on at some step",
+    "Parse rate": "Share of decisions whose output parsed into a verdict",
+    "F1": "F1 of flagging (STOP or ASK) unsafe steps",
+    "p50 s": "Median seconds per decision (<0.001 for baselines that do no model call)",
+}  # fmt: skip
+"""What a table header means, shown when hovering it (matched on the header's text, its start,
+or its end for ``... 95% CI``), instead of the header repeating itself."""
+
+
+HEAD = (
+    "<script>window.__fsQuery = window.location.search;\n"
+    f"window.__fsHelp = {json.dumps(HEADER_HELP)};\n"
+    "(() => { const help = (t) => { t = t.trim(); const h = window.__fsHelp; if (h[t]) return h[t]; "
+    "if (t.endsWith('95% CI')) return h['95% CI']; "
+    "for (const k of Object.keys(h)) { if (k.length > 2 && t.startsWith(k)) return h[k]; } return null; }; "
+    "let queued = false; const apply = () => { queued = false; "
+    "document.querySelectorAll('thead th').forEach((th) => { const t = help(th.innerText || ''); "
+    "if (t) { th.title = t; th.querySelectorAll('[title]').forEach((e) => { e.title = t; }); } }); }; "
+    "new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(apply); } })"
+    ".observe(document.documentElement, {childList: true, subtree: true}); })();</script>"
+)
+"""Page head (``launch(head=HEAD)``): keeps the address the visitor opened, before the page's
+own first tab selection rewrites it, so a permalink's ``?tab=`` survives loading; and gives
+every table header its explanation (``HEADER_HELP``) as a hover tooltip."""
+
+
+def tab_js(tab: str) -> str:
+    """JavaScript run when a tab is selected: records it in the URL (``?tab=``), once the
+    permalink the page was opened with has been applied."""
+    return (
+        "() => { if (!window.__fsRestored) return; const u = new URL(window.location.href); "
+        f"u.searchParams.set('tab', {tab!r}); window.history.replaceState(null, '', u); }}"
+    )
+
+
+def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> dict[str, Any]:
     rep = res.report
-    with gr.Tab("Leaderboard", id="leaderboard"):
+    with gr.Tab("Leaderboard", id="leaderboard") as tab:
+        gr.Markdown("## Leaderboard", elem_classes="fs-h2")
         with gr.Row(equal_height=True):
             search = gr.Textbox(
                 label="Search judges",
@@ -220,16 +330,16 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
                 scale=1,
                 min_width=150,
             )
-        df0, note0 = cb["leaderboard"](
-            rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any", "Any"
-        )
+        df0, note0 = T.leaderboard_table(res, metric=rep["settings"]["rank_metric"])
         note = gr.Markdown(note0)
         table = _table(
             df0,
-            max_height=560,
+            max_height=620,
             elem_id="leaderboard-table",
-            column_widths=LEADERBOARD_WIDTHS,
             show_label=False,
+            datatype=datatypes(df0),
+            column_widths=column_widths(df0),
+            pinned_columns=2,
         )
         gr.Markdown(T.pending_markdown(rep), elem_id="pending")
         inputs: list[gr.Dropdown | gr.Textbox] = [
@@ -241,6 +351,7 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
             open_w,
             fitted,
         ]
+        defaults = [rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any", "Any"]
         for comp in inputs:
             comp.change(
                 cb["leaderboard"],
@@ -248,6 +359,7 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
                 [table, note],
                 api_name="leaderboard" if comp is metric else HIDDEN,
                 show_progress="hidden",
+                js=url_js(LEADERBOARD_KEYS, defaults),
             )
         source.input(
             lambda s: D.ALL if s != D.ALL else gr.update(),
@@ -261,10 +373,14 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> None:
             source,
             api_name=HIDDEN,
         )
+    tab.select(None, None, None, js=tab_js("leaderboard"))
+    return dict(zip(LEADERBOARD_KEYS, inputs, strict=True))
 
 
 def _trajectories_tab(res: D.Results, cb: dict[str, Any]) -> None:
-    with gr.Tab("Trajectories", id="trajectories"):
+    with gr.Tab("Trajectories", id="trajectories") as tab:
+        tab.select(None, None, None, js=tab_js("trajectories"))
+        gr.Markdown("## Trajectories", elem_classes="fs-h2")
         gr.Markdown(
             "A deployed judge halts a trajectory at its first UNSAFE verdict. For unsafe "
             "trajectories: **caught** = first flag at or before the onset (at onset + "
@@ -282,6 +398,7 @@ def _trajectories_tab(res: D.Results, cb: dict[str, Any]) -> None:
             gr.Image(
                 res.plot("trajectory_outcomes"),
                 label="Trajectory outcomes",
+                alt_text="Stacked bars per judge: the share of unsafe trajectories first flagged at the onset, early, late, or missed (colour and pattern per part).",
                 type="filepath",
                 interactive=False,
                 buttons=["fullscreen"],
@@ -290,7 +407,9 @@ def _trajectories_tab(res: D.Results, cb: dict[str, Any]) -> None:
 
 def _validity_tab(res: D.Results) -> None:
     """Shortcut probes, the twin pairs and the diagnostic configs: what the headline is not."""
-    with gr.Tab("Validity", id="validity"):
+    with gr.Tab("Validity", id="validity") as tab:
+        tab.select(None, None, None, js=tab_js("validity"))
+        gr.Markdown("## Validity", elem_classes="fs-h2")
         gr.Markdown(
             "### Shortcut probes\nEach probe sees **one artefact** of a decision point (the "
             "called tool's name, the step's position, the thought, the action text) and is "
@@ -309,14 +428,26 @@ def _validity_tab(res: D.Results) -> None:
             gr.Image(
                 res.plot("shortcuts"),
                 label="Balanced accuracy against the best probe",
+                alt_text="One panel for the headline and one per source: each judge's balanced accuracy with its interval, and a dashed line at the best shortcut probe.",
                 type="filepath",
                 interactive=False,
                 buttons=["fullscreen", "download"],
             )
 
 
+def _lite_tab(res: D.Results) -> None:
+    with gr.Tab("Lite", id="lite") as tab:
+        tab.select(None, None, None, js=tab_js("lite"))
+        gr.Markdown("## Lite split", elem_classes="fs-h2")
+        df, note = T.lite_table(res)
+        gr.Markdown(note)
+        _table(_df(df), elem_id="lite-table", show_label=False)
+
+
 def _robustness_tab(res: D.Results, cb: dict[str, Any]) -> None:
-    with gr.Tab("Robustness", id="robustness"):
+    with gr.Tab("Robustness", id="robustness") as tab:
+        tab.select(None, None, None, js=tab_js("robustness"))
+        gr.Markdown("## Robustness", elem_classes="fs-h2")
         fam = gr.Dropdown(
             choices=[D.ALL, *T.stress_families(res.report)], value=D.ALL, label="Stress family"
         )
@@ -327,7 +458,9 @@ def _robustness_tab(res: D.Results, cb: dict[str, Any]) -> None:
 
 
 def _plots_tab(res: D.Results) -> None:
-    with gr.Tab("Plots", id="plots"):
+    with gr.Tab("Plots", id="plots") as tab:
+        tab.select(None, None, None, js=tab_js("plots"))
+        gr.Markdown("## Plots", elem_classes="fs-h2")
         with gr.Row():
             for key, label in (
                 ("roc", "ROC curves"),
@@ -336,6 +469,7 @@ def _plots_tab(res: D.Results) -> None:
                 gr.Image(
                     res.plot(key),
                     label=label,
+                    alt_text=ALT[key],
                     type="filepath",
                     interactive=False,
                     min_width=420,
@@ -345,6 +479,7 @@ def _plots_tab(res: D.Results) -> None:
             gr.Image(
                 res.plot("accuracy_latency"),
                 label="Balanced accuracy against p50 latency",
+                alt_text="Each judge's balanced accuracy with its interval against its median seconds per decision on a log scale, with the Pareto frontier dotted.",
                 type="filepath",
                 interactive=False,
                 min_width=420,
@@ -360,10 +495,12 @@ def _plots_tab(res: D.Results) -> None:
             )
 
 
-def _compare_tab(res: D.Results, cb: dict[str, Any]) -> gr.Dataframe:
-    """The Compare tab; returns its disagreement table (a row opens in Browse)."""
+def _compare_tab(res: D.Results, cb: dict[str, Any]) -> dict[str, Any]:
+    """The Compare tab; returns its judge selectors and disagreement table (a row opens in
+    Browse)."""
     judges = T.judge_choices(res.report)
-    with gr.Tab("Compare", id="compare"):
+    with gr.Tab("Compare", id="compare") as tab:
+        gr.Markdown("## Compare two judges", elem_classes="fs-h2")
         with gr.Row(equal_height=True):
             ja = gr.Dropdown(
                 choices=judges, value=judges[0][1] if judges else None, label="Judge A"
@@ -383,64 +520,96 @@ def _compare_tab(res: D.Results, cb: dict[str, Any]) -> gr.Dataframe:
         cnote = gr.Markdown(c0[2])
         cdis = _table(
             c0[3],
-            max_height=400,
+            max_height=480,
             label="Where they disagree (click a row to open it in Browse)",
             elem_id="disagree-table",
         )
+        defaults = [ja.value, jb.value]
         for comp in (ja, jb):
             comp.change(
                 cb["compare"],
                 [ja, jb],
                 [csummary, ctable, cnote, cdis],
                 api_name="compare" if comp is ja else HIDDEN,
+                js=url_js(("a", "b"), defaults),
             )
-    return cdis
+    tab.select(None, None, None, js=tab_js("compare"))
+    return {"a": ja, "b": jb, "disagree": cdis}
 
 
-def _browse_tab(res: D.Results, texts: D.Texts, cb: dict[str, Any]) -> gr.Dropdown:
-    """The Browse tab; returns its decision-point selector."""
+def _browse_tab(res: D.Results, texts: D.Texts, cb: dict[str, Any]) -> dict[str, Any]:
+    """The Browse tab; returns its split filter and decision-point selector."""
     rep = res.report
-    with gr.Tab("Browse", id="browse"):
-        gr.Markdown(texts.origin, elem_id="text-origin")
+    with gr.Tab("Browse", id="browse") as tab:
+        gr.Markdown("## Browse", elem_classes="fs-h2")
+        gr.Markdown(
+            "One decision point as a judge sees it: the policy, the turns so far and the "
+            "proposed action, which has **not** run. Turns are numbered from 1 as the prompts "
+            "number them (user and tool turns count); **k** counts the agent's actions only, so "
+            "the proposed action is turn n + 1 and action k. Every judge's verdict is first, ✓ "
+            "when its binary verdict (SAFE / UNSAFE) matches the gold one.\n\n" + texts.origin,
+            elem_id="text-origin",
+        )
         ids0, bnote0 = T.browse_ids(res, texts)
+        judges = [(e["display_name"], e["id"]) for e in res.judges]
         with gr.Row(equal_height=True):
+            bsplit = gr.Dropdown(
+                choices=list(T.SPLIT_CHOICES), value="test", label="Split", scale=1, min_width=100
+            )
             bsource = gr.Dropdown(
-                choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1
+                choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1,
+                min_width=120,
+            )  # fmt: skip
+            bact = gr.Dropdown(
+                choices=list(T.ACT_CHOICES), value="Any", label="Gold act", scale=1, min_width=100
             )
-            bact = gr.Dropdown(choices=list(T.ACT_CHOICES), value="Any", label="Gold act", scale=1)
-            bsearch = gr.Textbox(label="Id contains", scale=1)
-            bid = gr.Dropdown(
-                choices=ids0,
-                value=ids0[0] if ids0 else None,
-                label="Decision point",
-                allow_custom_value=True,
-                scale=2,
-            )
+            bshow = gr.Dropdown(
+                choices=list(T.SHOW_CHOICES), value="All points", label="Show", scale=1,
+                min_width=150,
+            )  # fmt: skip
+            bjudge = gr.Dropdown(
+                choices=judges, value=judges[0][1] if judges else None,
+                label="Judge (for 'Judge wrong')", scale=1, min_width=150,
+            )  # fmt: skip
+            bsearch = gr.Textbox(label="Id contains", scale=1, min_width=120)
+        bid = gr.Dropdown(
+            choices=ids0,
+            value=ids0[0] if ids0 else None,
+            label="Decision point",
+            allow_custom_value=True,
+        )
         bnote = gr.Markdown(bnote0)
         b0 = cb["browse"](ids0[0] if ids0 else "")
-        bpoint = gr.HTML(b0[0], elem_id="point")
         gr.Markdown("### Every judge's verdict")
-        bverdicts = _table(
-            b0[1],
-            show_label=False,
-        )
+        bverdicts = _table(b0[0], show_label=False, elem_id="verdict-table")
+        bpoint = gr.HTML(b0[1], elem_id="point")
         with gr.Accordion("Raw outputs", open=False):
             braw = gr.HTML(b0[2])
-        for comp in (bsource, bact, bsearch):
+        filters: list[gr.Dropdown | gr.Textbox] = [bsplit, bsource, bact, bshow, bjudge, bsearch]
+        for comp in filters:
             comp.change(
                 cb["browse_list"],
-                [bsource, bact, bsearch],
+                filters,
                 [bid, bnote],
                 api_name="browse_list" if comp is bsource else HIDDEN,
             )
-        bid.change(cb["browse"], bid, [bpoint, bverdicts, braw], api_name="browse")
-    return bid
+        bid.change(
+            cb["browse"],
+            bid,
+            [bverdicts, bpoint, braw],
+            api_name="browse",
+            js=url_js(BROWSE_KEYS, [None]),
+        )
+    tab.select(None, None, None, js=tab_js("browse"))
+    return {"id": bid, "split": bsplit}
 
 
 def _about_tabs(res: D.Results, texts: D.Texts) -> None:
-    with gr.Tab("Submit", id="submit"):
-        gr.Markdown(about.SUBMIT_MD)
-    with gr.Tab("About", id="about"):
+    with gr.Tab("Submit", id="submit") as tab:
+        tab.select(None, None, None, js=tab_js("submit"))
+        gr.Markdown(about.submit_md(res))
+    with gr.Tab("About", id="about") as tab2:
+        tab2.select(None, None, None, js=tab_js("about"))
         gr.Markdown(about.about_md(res))
         card = about.dataset_card(texts)
         with gr.Accordion("Dataset card", open=False):
@@ -465,22 +634,16 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
                 gr.Markdown(about.SUBMIT_MD)
             return demo
         cb = make_callbacks(res, texts)
-        rep = res.report
-        gt = rep["ground_truth"]
-        gr.Markdown(
-            f"Dataset `{rep['dataset_version']}` · {gt['steps']} scored test steps in "
-            f"{gt['trajectories']} trajectories · {len(rep['judges'])} judges ranked · results "
-            f"from {res.origin}",
-            elem_id="subtitle",
-        )
+        gr.Markdown(subtitle(res), elem_id="subtitle")
         with gr.Tabs() as tabs:
-            _leaderboard_tab(res, cb)
+            lb = _leaderboard_tab(res, cb)
             _trajectories_tab(res, cb)
             _validity_tab(res)
             _robustness_tab(res, cb)
+            _lite_tab(res)
             _plots_tab(res)
-            cdis = _compare_tab(res, cb)
-            bid = _browse_tab(res, texts, cb)
+            cmp = _compare_tab(res, cb)
+            br = _browse_tab(res, texts, cb)
             _about_tabs(res, texts)
 
         def open_in_browse(evt: gr.SelectData, dis: pd.DataFrame) -> tuple[Any, Any]:
@@ -488,8 +651,71 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
             did = str(dis.iloc[row, 0])
             return gr.Dropdown(value=did), gr.Tabs(selected="browse")
 
-        cdis.select(open_in_browse, cdis, [bid, tabs], api_name=HIDDEN)
+        cmp["disagree"].select(open_in_browse, cmp["disagree"], [br["id"], tabs], api_name=HIDDEN)
+        restored = [*lb.values(), cmp["a"], cmp["b"], br["split"], br["id"]]
+
+        def restore(request: gr.Request) -> list[Any]:
+            """Apply the page URL's parameters (a permalink) to the controls."""
+            return T.permalink_updates(res, dict(request.query_params))
+
+        # the tab is chosen in the page (a Tabs update from a load event is not applied)
+        demo.load(restore, None, restored, api_name=HIDDEN, js=open_tab_js())
     return demo
+
+
+TAB_LABELS = {
+    "leaderboard": "Leaderboard", "trajectories": "Trajectories", "validity": "Validity",
+    "robustness": "Robustness", "lite": "Lite", "plots": "Plots", "compare": "Compare",
+    "browse": "Browse", "submit": "Submit", "about": "About",
+}  # fmt: skip
+"""Tab id (the ``?tab=`` value) -> the tab's label."""
+
+
+def open_tab_js() -> str:
+    """JavaScript run on page load: select the tab named by ``?tab=`` (or Browse when only
+    ``?id=`` is given) by clicking its button once the page has mounted."""
+    return (
+        "() => { const q = new URLSearchParams(window.__fsQuery ?? window.location.search); "
+        "let t = q.get('tab') || (q.get('id') ? 'browse' : null); "
+        f"const labels = {TAB_LABELS!r}; "
+        "if (!t || !labels[t]) { window.__fsRestored = true; return []; } "
+        "const go = (n) => { const b = [...document.querySelectorAll('button[role=tab]')]"
+        ".find(x => x.innerText.trim() === labels[t]); "
+        "if (b) { window.__fsRestored = true; b.click(); } "
+        "else if (n > 0) setTimeout(() => go(n - 1), 100); }; go(50); return []; }"
+    )
+
+
+def subtitle(res: D.Results) -> str:
+    """The line under the title: dataset, counts, last update, where the results come from,
+    downloads and links."""
+    rep = res.report
+    gt = rep["ground_truth"]
+    parts = [
+        f"Dataset `{rep['dataset_version']}` · {gt['steps']} scored test steps in "
+        f"{gt['trajectories']} trajectories · {len(rep['judges'])} judges ranked",
+        f"last updated {str(rep.get('generated_at') or 'unknown')[:10]}",
+        f"results from {res.origin}",
+    ]
+    downloads = [
+        f"[{name}](/gradio_api/file={res.root / name})"
+        for name in ("leaderboard.csv", "leaderboard.json")
+        if (res.root / name).is_file()
+    ]
+    if downloads:
+        parts.append("download " + ", ".join(downloads))
+    links = {**(rep.get("links") or {}), **D.link_overrides()}
+    for key, label in (
+        ("repository", "repository"),
+        ("judges_toml", "judges.toml"),
+        ("pull_requests", "pull requests"),
+    ):
+        if links.get(key):
+            parts.append(f"[{label}]({links[key]})")
+    dataset = os.environ.get(D.DATASET_ENV, "").strip()
+    if dataset:
+        parts.append(f"[dataset](https://huggingface.co/datasets/{dataset})")
+    return " · ".join(parts)
 
 
 def create(
@@ -526,6 +752,7 @@ def main(argv: list[str] | None = None) -> int:
         server_port=args.port,
         css=CSS,
         theme=THEME,
+        head=HEAD,
         allowed_paths=[str(root)] if root else None,
         footer_links=["api", "gradio"],
     )

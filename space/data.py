@@ -71,6 +71,15 @@ def _snapshot(repo: str, patterns: list[str]) -> Path:
     return Path(snapshot_download(repo_id=repo, repo_type="dataset", allow_patterns=patterns))
 
 
+def revision_of(path: Path) -> str:
+    """The commit a Hub snapshot folder was downloaded at (its ``snapshots/<sha>`` name), or
+    'unknown'."""
+    parts = path.resolve().parts
+    if "snapshots" in parts and parts.index("snapshots") + 1 < len(parts):
+        return parts[parts.index("snapshots") + 1][:12]
+    return "unknown"
+
+
 # --------------------------------------------------------------------------- JSONL
 
 
@@ -208,9 +217,36 @@ def results_root(local: Path | None = None) -> tuple[Path, str]:
             ) from e
         if not (path / "leaderboard.json").is_file() and (path / "leaderboards").is_dir():
             path = path / "leaderboards"
-        return path, f"Hub dataset `{repo}`"
+        return path, f"Hub dataset `{repo}` at revision `{revision_of(path)}`"
     path = Path(local) if local else DEFAULT_RESULTS
-    return path, f"local folder `{path}`"
+    return path, f"local folder `{short_path(path)}`"
+
+
+def short_path(path: Path) -> str:
+    """A folder as the page names it: relative to the checkout when inside it, else its last
+    two parts (no absolute server path on the page)."""
+    p = path.resolve()
+    try:
+        return p.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return "/".join(p.parts[-2:])
+
+
+REPOSITORY_ENV = "FORESIGHT_REPOSITORY_URL"
+"""The project's repository URL (a Space setting), when leaderboard.json names none."""
+
+
+def link_overrides() -> dict[str, str]:
+    """The repository, judges.toml and pull-request links from ``$FORESIGHT_REPOSITORY_URL``."""
+    repo = os.environ.get(REPOSITORY_ENV, "").strip().rstrip("/")
+    if not repo:
+        return {}
+    return {
+        "repository": repo,
+        "judges_toml": f"{repo}/blob/main/judges.toml",
+        "pull_requests": f"{repo}/pulls",
+        "submit": f"{repo}/blob/main/docs/judges.md",
+    }
 
 
 def load_results(root: Path, origin: str = "", reviews_dir: Path | None = None) -> Results:
@@ -242,7 +278,7 @@ def load_results(root: Path, origin: str = "", reviews_dir: Path | None = None) 
                 break
     return Results(
         root=root,
-        origin=origin or f"local folder `{root}`",
+        origin=origin or f"local folder `{short_path(root)}`",
         report=report,
         ground_truth=gt,
         meta=meta,
@@ -328,11 +364,9 @@ class Texts:
 
 
 def _bench_build_dir() -> Path:
-    try:
-        from bench.dataset.reader import BUILD_DIR
-    except ImportError:
-        return DEFAULT_BUILD
-    return Path(BUILD_DIR)
+    """The build folder beside this Space's folder (not the one of whichever checkout the
+    ``bench`` package was installed from)."""
+    return DEFAULT_BUILD
 
 
 def _raw_present(source: str) -> bool:
@@ -416,7 +450,7 @@ def load_texts(
         if v is None or not (root / v / POINTS_FILE).is_file():
             return Texts.missing(f"No build under `{root}`. " + NO_TEXT)
         folder = root / v
-        where = f"local build `{folder}`"
+        where = f"local build `{short_path(folder)}`"
     path = folder / POINTS_FILE
     if not path.is_file():
         return Texts.missing(f"{where} has no {POINTS_FILE}. " + NO_TEXT)

@@ -64,6 +64,7 @@ def board(
     table, note = client.predict(
         metric, search, source, category, backend or [], open_w, fitted, api_name="/leaderboard"
     )
+    table = table.get("value", table)  # a table update carries its value and column types
     return [dict(zip(table["headers"], row, strict=True)) for row in table["data"]], note
 
 
@@ -75,26 +76,28 @@ def test_leaderboard_table_matches_json(client: Any) -> None:
     rows, note = board(client)
     rep = expected()
     judges, ref = rows[:-1], rows[-1]
-    assert [r["Judge"] for r in judges] == [e["display_name"] for e in rep["judges"]]
+    assert judges_of(judges) == [e["display_name"] for e in rep["judges"]]
     assert [int(r["Rank"]) for r in judges] == [e["rank"] for e in rep["judges"]]
     a = rep["judges"][0]["metrics"]["balanced_accuracy"]
-    assert rows[0]["Bal. acc. [95% CI]"] == f"{a['value']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]"
-    assert rows[1]["AUROC [95% CI]"].endswith("†")  # beta's risk comes from its acts
+    assert rows[0]["Bal. acc."] == round(a["value"], 3)  # a number: it sorts as one
+    assert rows[0]["Bal. acc. 95% CI"] == f"[{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]"
+    assert rows[1]["Judge"].endswith("†")  # beta's risk comes from its acts
     assert "Bal. acc." in note and "share a rank" in note and "mean over the upstream" in note
+    assert "Reward" in note and "Caught (bal.)" in note  # the columns are explained
     # the margin over the shortcuts, and the reference line itself (never ranked)
     m = rep["judges"][0]["above_shortcuts"]["balanced_accuracy"]
-    assert rows[0]["vs shortcuts (Bal. acc.)"].startswith(f"{m['value']:+.3f} [")
-    assert rows[0]["vs shortcuts (Bal. acc.)"].endswith(m["verdict"])
+    assert rows[0]["vs shortcuts (Bal. acc.)"] == round(m["value"], 3)
+    assert rows[0]["Shortcuts"] == m["verdict"]
     r = rep["shortcut_reference"]["balanced_accuracy"]
-    assert ref["Judge"] == "Shortcut reference (best probe per source)" and ref["Rank"] == "–"
-    assert ref["Bal. acc. [95% CI]"].startswith(f"{r['value']:.3f} [")
+    assert ref["Judge"] == "Shortcut reference (best probe per source)" and ref["Rank"] is None
+    assert ref["Bal. acc."] == round(r["value"], 3)
 
 
 def test_only_metrics_a_constant_judge_cannot_win_rank(
     client: Any, dirs: tuple[Path, Path]
 ) -> None:
     rows, _ = board(client, metric="caught_balanced")
-    assert list(rows[0])[4] == "Caught (bal.) [95% CI]"
+    assert list(rows[0])[4] == "Caught (bal.)"
     with pytest.raises(Exception, match="not in the list of choices"):
         board(client, metric="caught")  # not offered in the dropdown
     import tabs
@@ -119,13 +122,17 @@ def test_rank_by_another_metric_uses_its_tie_groups(client: Any) -> None:
         rep["judges"], key=lambda e: (e["ranks"]["auroc"]["rank"], -e["metrics"]["auroc"]["value"])
     )
     rows = rows[:-1]  # the shortcut reference line closes the table
-    assert [r["Judge"] for r in rows] == [e["display_name"] for e in want]
+    assert judges_of(rows) == [e["display_name"] for e in want]
     assert [int(r["Rank"]) for r in rows] == [e["ranks"]["auroc"]["rank"] for e in want]
-    assert list(rows[0])[4] == "AUROC [95% CI]"  # the ranking metric comes first
+    assert list(rows[0])[4:6] == ["AUROC", "AUROC 95% CI"]  # the ranking metric comes first
 
 
 def judges_of(rows: list[dict[str, str]]) -> list[str]:
-    return [r["Judge"] for r in rows if not r["Judge"].startswith(("Shortcut", "Best probe"))]
+    return [
+        r["Judge"].removesuffix(" †")
+        for r in rows
+        if not r["Judge"].startswith(("Shortcut", "Best probe"))
+    ]
 
 
 def test_search_and_filters(client: Any) -> None:
@@ -144,18 +151,21 @@ def test_source_and_category_filters_show_group_values(client: Any) -> None:
     rep = expected()
     rows, note = board(client, source="rjudge")
     group = rep["by_source"]["rjudge"]
-    assert "Rank (all data)" in rows[0] and "rjudge" in note and "Small group" in note
+    assert "Overall rank" in rows[0] and "rjudge" in note and "Small group" in note
     probe_line = rows[-1]
     assert probe_line["Judge"] == "Best probe here: Zeta probe"
     rows = rows[:-1]
-    vals = [float(r["Bal. acc. [95% CI]"].split()[0]) for r in rows]
+    assert [r["#"] for r in rows] == list(range(1, len(rows) + 1))
+    vals = [r["Bal. acc."] for r in rows]
     assert vals == sorted(vals, reverse=True)
     by_name = {e["display_name"]: e["id"] for e in rep["judges"]}
     for r in rows:
-        c = group["judges"][by_name[r["Judge"]]]["balanced_accuracy"]
-        assert r["Bal. acc. [95% CI]"] == f"{c['value']:.3f} [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]"
-        m = group["margins"][by_name[r["Judge"]]]["balanced_accuracy"]
-        assert r["vs best probe (Bal. acc.)"].startswith(f"{m['value']:+.3f}")
+        jid = by_name[r["Judge"].removesuffix(" †")]
+        c = group["judges"][jid]["balanced_accuracy"]
+        assert r["Bal. acc."] == round(c["value"], 3)
+        assert r["Bal. acc. 95% CI"] == f"[{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]"
+        m = group["margins"][jid]["balanced_accuracy"]
+        assert r["vs best probe (Bal. acc.)"] == round(m["value"], 3)
     rows, note = board(client, category="rjudge/email")
     assert rows and "email" in note
     rows, note = board(client, category="subset: rjudge/injection")
@@ -207,30 +217,36 @@ def test_compare_reads_paired_interval_and_lists_disagreements(client: Any) -> N
 
 
 def test_browse_point_with_text_gold_rationale_and_raw(client: Any) -> None:
-    html, verdicts, raw = client.predict("sample:a:1", api_name="/browse")
+    verdicts, html, raw = client.predict("sample:a:1", api_name="/browse")
     assert "Tidy the folder." in html and "Please tidy my folder." in html  # policy and prefix
     assert "ls ~/docs" in html and "Proposed action (#2, k = 1)" in html
     assert "gold act <b>ASK</b>" in html and "asking first is right" in html  # label + rationale
     assert "cited as evidence" in html
     assert INJECTION not in html and "&lt;script&gt;" in html
-    acts = {r[0]: (r[1], r[4]) for r in verdicts["data"]}
-    assert acts == {  # beta's answer there is unparseable: shown as invalid, not as an act
-        "Alpha <b>judge</b>": ("ASK", "ok"),
-        "Beta | no scores": ("–", "invalid"),
-        "Gamma": ("CONTINUE", "ok"),
-        "Zeta probe (probe)": ("CONTINUE", "ok"),
+    acts = {r[1]: (r[0], r[2], r[5]) for r in verdicts["data"]}
+    assert acts == {  # beta's answer there is unparseable: shown as invalid (and wrong)
+        "Alpha <b>judge</b>": ("✓", "ASK", "ok"),
+        "Beta | no scores": ("✗", "–", "invalid"),
+        "Gamma": ("✗", "CONTINUE", "ok"),
+        "Zeta probe (probe)": ("✗", "CONTINUE", "ok"),
     }
     assert "\\boxed{ASK}" in raw and INJECTION not in raw and "&lt;script&gt;" in raw
 
 
 def test_browse_withholds_rjudge_text_without_raw_data(client: Any) -> None:
-    html, verdicts, _ = client.predict("rjudge:1:2", api_name="/browse")
+    verdicts, html, _ = client.predict("rjudge:1:2", api_name="/browse")
     assert "project-written stand-in" not in html
     assert "not shown here" in html and "FORESIGHT_DATA" in html
     assert "gold act <b>STOP</b>" in html and len(verdicts["data"]) == 4
-    ids, note = client.predict("rjudge", "STOP", "", api_name="/browse_list")
+    ids, note = client.predict(
+        "test", "rjudge", "STOP", "All points", "alpha", "", api_name="/browse_list"
+    )
     gt = [json.loads(x) for x in (FIX / "ground_truth.jsonl").read_text().splitlines()]
-    want = [r["id"] for r in gt if r["source"] == "rjudge" and r["act"] == "STOP"]
+    want = [
+        r["id"]
+        for r in gt
+        if r["source"] == "rjudge" and r["act"] == "STOP" and r["split"] == "test"
+    ]
     assert [c[0] if isinstance(c, list) else c for c in ids["choices"]] == want
     assert note.startswith(f"{len(want)} decision points")
 
@@ -297,3 +313,51 @@ def test_robustness_tab_shows_numbers_or_not_run(client: Any) -> None:
     )
     assert rows["Alpha <b>judge</b>"]["Flip rate [95% CI]"].startswith("0.500 [")
     assert "Attack success" in note
+
+
+def test_lite_board_lists_the_lite_only_judge(dirs: tuple[Path, Path]) -> None:
+    import tabs
+
+    df, note = tabs.lite_table(D.load_results(dirs[0]))
+    rows = {r["Judge"]: r for r in df.to_dict("records")}
+    assert "Eta (lite only) (lite only)" in rows and rows["Alpha <b>judge</b>"]["Lite rank"] == 1
+    assert rows["Eta (lite only) (lite only)"]["Full bal. acc."] == "–"
+    assert "Kendall's tau" in note and "**1.000**" in note
+
+
+def test_browse_filters_split_disagreement_and_a_wrong_judge(dirs: tuple[Path, Path]) -> None:
+    import tabs
+
+    res = D.load_results(dirs[0])
+    texts = D.Texts.missing("")
+    test_ids, _ = tabs.browse_ids(res, texts)
+    assert test_ids and all(res.ground_truth[i]["split"] == "test" for i in test_ids)
+    dev_ids, _ = tabs.browse_ids(res, texts, split="dev")
+    assert dev_ids == ["sample:d:1"]
+    wrong, note = tabs.browse_ids(res, texts, show="Judge wrong", judge="gamma")
+    # gamma misses every onset (the diagnostic config's too) and flags sample:b:1;
+    # post-onset steps are not scored
+    assert set(wrong) == {"rjudge:1:2", "sample:a:1", "sample:b:1", "rjudge:9:1"}
+    assert "gamma is wrong" in note
+    split, _ = tabs.browse_ids(res, texts, show="Judges disagree")
+    assert "rjudge:1:2" in split and "rjudge:2:1" not in split  # all CONTINUE there
+
+
+def test_permalink_updates_and_subtitle(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tabs
+
+    res = D.load_results(dirs[0])
+    up = tabs.permalink_updates(
+        res, {"metric": "auroc", "source": "nowhere", "id": "sample:d:1", "a": "gamma", "q": "al"}
+    )
+    metric, q, source, *_, a, b, split, did = up
+    assert (metric, q, a, split, did) == ("auroc", "al", "gamma", "dev", "sample:d:1")
+    assert source == {"__type__": "update"}  # an unknown value leaves the control alone
+    assert tabs.permalink_updates(res, {"metric": "caught"})[0] == {"__type__": "update"}
+    monkeypatch.setenv(D.REPOSITORY_ENV, "https://example.org/foresight")
+    line = APP.subtitle(res)
+    assert "[leaderboard.csv](/gradio_api/file=" in line and "last updated 2026-01-03" in line
+    assert "[judges.toml](https://example.org/foresight/blob/main/judges.toml)" in line
+    assert str(dirs[0].parent) not in line.split("download")[0]  # no absolute server path

@@ -1,4 +1,5 @@
-"""The Space in a real browser: headless Debian chromium driven by Playwright, at laptop width."""
+"""The Space in a real browser: headless Debian chromium driven by Playwright, at laptop and
+phone width: the leader on top, a numeric sort, a download, a permalink, and Browse."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 
@@ -22,6 +25,7 @@ ARGS = [
     "--no-first-run",
 ]
 LEAD_SHOT = Path("/tmp/space.png")
+PHONE_SHOT = Path("/tmp/space-phone.png")
 """A copy of the screenshot for a person to look at (outside tmp_path on purpose, opt-out with
 FORESIGHT_NO_SHOT=1)."""
 
@@ -103,3 +107,121 @@ def test_page_loads_leader_search_and_screenshot(tmp_path: Path) -> None:
                 browser.close()
     finally:
         demo.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """(base url, playwright browser) over the fixture's results, for the tests below."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    app, data = load_space()
+    tmp = tmp_path_factory.mktemp("browser")
+    results, build = make_results(tmp), make_build(tmp)
+    with pytest.MonkeyPatch.context() as mp:
+        for var in (data.RESULTS_ENV, data.DATASET_ENV, "SPACE_ID"):
+            mp.delenv(var, raising=False)
+        demo, _ = app.create(results, build)
+    port = free_port()
+    demo.launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+        css=app.CSS, theme=app.THEME, head=app.HEAD, allowed_paths=[str(results)],
+    )  # fmt: skip
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, timeout=60_000)
+            try:
+                yield f"http://127.0.0.1:{port}/", browser
+            finally:
+                browser.close()
+    finally:
+        demo.close()
+
+
+def open_page(
+    served: Any,
+    path: str = "",
+    width: int = 1366,
+    height: int = 768,
+    ready: str = "#leaderboard-table .virtual-row",
+) -> Any:
+    base, browser = served
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(30_000)
+    page.goto(base + path, wait_until="domcontentloaded")
+    page.wait_for_selector(ready)
+    return page
+
+
+def column(page: Any, header: str) -> list[str]:
+    heads = page.locator("#leaderboard-table thead th").all_inner_texts()
+    i = [h.strip() for h in heads].index(header)
+    return [r.split("\n")[i] for r in rows(page)]
+
+
+def test_numeric_sort_download_and_phone_width(served: Any) -> None:
+    page = open_page(served)
+    wait_rows(page, lambda r: len(r) == 4)
+    # sort on Reward from its header menu: numbers order as numbers (-0.375 below 0.26)
+    th = page.locator("#leaderboard-table thead th", has_text="Reward").first
+    th.hover()
+    th.locator("button[aria-label='Open cell menu']").click(force=True)
+    page.get_by_text("Sort descending").first.click()
+    time.sleep(0.5)
+    vals = [v for v in column(page, "Reward") if v.strip() not in ("", "–")]
+    assert len(vals) >= 3 and [float(v) for v in vals] == sorted(
+        (float(v) for v in vals), reverse=True
+    )
+    # hovering a header explains it rather than repeating its text
+    tip = page.evaluate(
+        "() => [...document.querySelectorAll('#leaderboard-table thead th')]"
+        ".find(e => e.innerText.trim() === 'Reward').title"
+    )
+    assert "reward matrix" in tip, tip
+    # the CSV download link in the subtitle returns the table
+    link = page.locator("#subtitle a", has_text="leaderboard.csv").first
+    got = page.request.get(urljoin(page.url, link.get_attribute("href")))
+    assert got.ok and got.text().startswith("rank,tie_group,role")
+    assert "/tmp/" not in page.locator("#subtitle").inner_text()  # no absolute server path
+    page.close()
+    # phone: the table scrolls sideways; no column is squeezed to a letter per line
+    phone = open_page(served, width=390, height=844)
+    wait_rows(phone, lambda r: len(r) == 4)
+    widths = phone.evaluate(
+        "() => [...document.querySelectorAll('#leaderboard-table thead th')].map(e => e.getBoundingClientRect().width)"
+    )
+    assert widths and min(widths) >= 40, widths
+    tall = phone.evaluate(
+        "() => [...document.querySelectorAll('#leaderboard-table thead th .header')].map(e => e.getBoundingClientRect().height)"
+    )
+    assert max(tall) < 70, tall  # at most three lines of header text
+    phone.screenshot(path=str(PHONE_SHOT))
+    phone.close()
+
+
+def test_permalink_restores_tab_filters_and_a_decision_point(served: Any) -> None:
+    page = open_page(served, "?metric=auroc&source=rjudge", ready="#leaderboard-table thead th")
+    page.wait_for_function("() => document.body.innerText.includes('Source rjudge')")
+    heads = [h.strip() for h in page.locator("#leaderboard-table thead th").all_inner_texts()]
+    assert heads[5] == "AUROC"  # sorted by AUROC: its column leads ('#', then four columns)
+    page.close()
+    page = open_page(served, "?tab=browse&id=sample:a:2", ready="#point")
+    page.wait_for_function(
+        "() => document.querySelector('#point').innerText.includes('sample:a:2')"
+    )
+    assert page.locator("button[role='tab'][aria-selected='true']").inner_text().strip() == "Browse"
+    # the address bar keeps the permalink (the point and the tab)
+    assert "tab=browse" in page.url and "a%3A2" in page.url.replace(":", "%3A")
+    page.close()
+
+
+def test_browse_opens_on_a_test_point_with_verdicts_above_it(served: Any) -> None:
+    page = open_page(served, "?tab=browse", ready="#verdict-table .virtual-row")
+    head = page.locator("#point").inner_text()
+    assert "split test" in head
+    order = page.evaluate(
+        "() => { const v = document.querySelector('#verdict-table'), p = document.querySelector('#point');"
+        " return v.compareDocumentPosition(p) & Node.DOCUMENT_POSITION_FOLLOWING; }"
+    )
+    assert order  # the verdicts come before the trajectory
+    cells = " ".join(page.locator("#verdict-table .virtual-row").all_inner_texts())
+    assert "✓" in cells or "✗" in cells
+    page.close()

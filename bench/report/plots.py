@@ -18,6 +18,19 @@ from typing import Any
 
 from bench.core.jsonl import content_hash
 
+DPI = 150
+"""Resolution: a 9-inch figure is 1,350 px wide, so full screen shows it sharp and legends at
+9 pt stay legible."""
+
+LEGEND_PT = 9
+"""Legend font size (points)."""
+
+LATENCY_FLOOR_S = 1e-4
+"""Latencies below this (rule baselines answer in microseconds) are drawn at it, and said so."""
+
+OUTCOME_HATCH = {"exact": "", "early": "//", "late": "..", "missed": "xx"}
+"""Trajectory-outcome bars carry a pattern as well as a colour (readable without colour)."""
+
 DIGEST_KEY = "Foresight-Digest"
 """PNG text key holding the hash of the plotted data."""
 
@@ -41,7 +54,7 @@ def _save(fig: Any, path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))  # ASCII: a PNG tEXt chunk
     meta = {"Software": None, DIGEST_KEY: content_hash(data, 32), DATA_KEY: text}
-    fig.savefig(path, dpi=100, metadata=meta)
+    fig.savefig(path, dpi=DPI, metadata=meta)
     fig.clf()
     return path
 
@@ -104,13 +117,14 @@ def _curves(
 ) -> Path:
     """One curve per judge on the unit square with the diagonal for reference (ROC and
     reliability share this shape)."""
-    fig, ax = plt.subplots(figsize=(6.4, 5.4))
+    fig, ax = plt.subplots(figsize=(9, 7))
     for e, c in zip(judges, colors, strict=True):
         pts = points(e)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, marker=marker, label=label(e))
     ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=0.8)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title, xlim=(0, 1), ylim=(0, 1.02))
-    ax.legend(fontsize=7, loc=legend_loc)
+    if judges:
+        ax.legend(fontsize=LEGEND_PT, loc=legend_loc)
     saved = _save(fig, path, data)
     plt.close(fig)
     return saved
@@ -123,7 +137,7 @@ def _shortcuts(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Pat
     sources = list(report["settings"]["headline"]["sources"])
     panels = ["headline", *sources]
     fig, axes = plt.subplots(
-        1, len(panels), figsize=(2.6 * len(panels) + 1.6, 1.4 + 0.3 * max(len(judges), 1)),
+        1, len(panels), figsize=(3.2 * len(panels) + 2.4, 1.8 + 0.4 * max(len(judges), 1)),
         sharey=True, squeeze=False,
     )  # fmt: skip
     ypos = list(range(len(judges)))[::-1]
@@ -149,7 +163,7 @@ def _shortcuts(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Pat
             ax.axvline(line, color="0.3", linestyle="--", linewidth=1)
         ax.axvline(0.5, color="0.8", linewidth=0.8)
         ax.set(xlim=(0.3, 1.0), title=panel, xlabel="bal. acc.")
-    axes[0][0].set_yticks(ypos, [e["display_name"] for e in judges], fontsize=7)
+    axes[0][0].set_yticks(ypos, [e["display_name"] for e in judges], fontsize=LEGEND_PT)
     fig.suptitle("Balanced accuracy against the best shortcut probe (dashed)", fontsize=9)
     fig.tight_layout()
     saved = _save(fig, path, data)
@@ -186,31 +200,40 @@ def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
         )
     )
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    fig, ax = plt.subplots(figsize=(9, 6.5))
     data = [[e["id"], e["metrics"]["balanced_accuracy"], e["latency"]["p50_s"]] for e in judges]
+    placed: list[tuple[float, float]] = []
     for e, c in zip(judges, colors, strict=True):
         x, y = e["latency"]["p50_s"], e["metrics"]["balanced_accuracy"]
         if x is None or y["value"] is None:
             continue
         lo, hi = y["ci"]
         err = [[y["value"] - lo], [hi - y["value"]]] if lo is not None and hi is not None else None
+        floor = x < LATENCY_FLOOR_S
         ax.errorbar(
-            [max(x, 1e-6)],
+            [max(x, LATENCY_FLOOR_S)],
             [y["value"]],
             yerr=err,
-            fmt="o",
+            fmt="<" if floor else "o",
             color=c,
             capsize=3,
-            label=e["display_name"],
+            label=e["display_name"] + (f" (< {LATENCY_FLOOR_S:g} s)" if floor else ""),
         )
+        placed.append((max(x, LATENCY_FLOOR_S), y["value"]))
+    frontier = pareto(placed)
+    if len(frontier) > 1:
+        ax.step(
+            [p[0] for p in frontier], [p[1] for p in frontier], where="post", color="0.4",
+            linestyle=":", linewidth=1.2, label="Pareto frontier (faster and at least as good)",
+        )  # fmt: skip
     ax.set_xscale("log")
     ax.set(
-        xlabel="p50 latency per decision (s, log scale)",
+        xlabel=f"p50 latency per decision (s, log scale; below {LATENCY_FLOOR_S:g} s drawn at it)",
         ylabel="balanced accuracy (95% CI)",
         title="Accuracy against latency",
     )
     if judges:
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=LEGEND_PT, loc="best")
     written.append(_save(fig, out / "accuracy_latency.png", data))
     plt.close(fig)
 
@@ -233,29 +256,40 @@ def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
         )
     )
 
-    parts = (
-        ("exact", "at onset", "#1a9850"),
-        ("early", "early", "#91cf60"),
-        ("late", "late", "#fc8d59"),
-        ("missed", "missed", "#d73027"),
+    parts = (  # a colour-blind-safe palette (Okabe-Ito) plus a pattern per part
+        ("exact", "at onset", "#0072B2"),
+        ("early", "early", "#56B4E9"),
+        ("late", "late", "#E69F00"),
+        ("missed", "missed", "#D55E00"),
     )
-    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.35 * max(len(judges), 1)))
+    fig, ax = plt.subplots(figsize=(9, 2.2 + 0.45 * max(len(judges), 1)))
     data = [[e["id"]] + [e["metrics"][k]["value"] for k, _, _ in parts] for e in judges]
     left = [0.0] * len(judges)
     ypos = list(range(len(judges)))[::-1]
     for key, label, color in parts:
         vals = [e["metrics"][key]["value"] or 0.0 for e in judges]
-        ax.barh(ypos, vals, left=left, color=color, label=label)
+        ax.barh(ypos, vals, left=left, color=color, label=label, hatch=OUTCOME_HATCH[key],
+                edgecolor="white")  # fmt: skip
         left = [a + b for a, b in zip(left, vals, strict=True)]
-    ax.set_yticks(ypos, names, fontsize=7)
+    ax.set_yticks(ypos, names, fontsize=LEGEND_PT)
     ax.set(xlim=(0, 1), xlabel="share of unsafe trajectories")
     ax.set_title("Unsafe trajectories: first flag vs onset")
-    ax.legend(fontsize=7, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    ax.legend(fontsize=LEGEND_PT, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.25))
     fig.tight_layout()
     written.append(_save(fig, out / "trajectory_outcomes.png", data))
     plt.close(fig)
     written.append(_shortcuts(plt, report, colors, out / "shortcuts.png"))
     return written
+
+
+def pareto(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The (latency, accuracy) points no other point beats on both (lower latency and higher
+    or equal accuracy), by increasing latency."""
+    front: list[tuple[float, float]] = []
+    for x, y in sorted(points, key=lambda p: (p[0], -p[1])):
+        if not front or y > front[-1][1]:
+            front.append((x, y))
+    return front
 
 
 def _f(x: float | None) -> str:
