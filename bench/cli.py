@@ -30,6 +30,7 @@ COMMANDS = {
     "leaderboard": "metrics and tables from ground truth + predictions",
     "pipeline": "the whole flow on the embedded sample corpus, offline",
     "proposer_eval": "accuracy of the label proposers against the reviewed decisions",
+    "inspect_import": "an Inspect AI eval log of the benchmark task as a predictions file",
 }
 """Every command: a module ``bench/<name>.py`` with ``main(argv) -> int``."""
 

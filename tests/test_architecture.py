@@ -23,6 +23,7 @@ CONCEPTS = {
     "prompts",
     "judging",
     "stress",
+    "interop",
     "jobs",
     "metrics",
     "report",
