@@ -302,7 +302,7 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> dict[str, Any]:
                 min_width=130,
             )
             category = gr.Dropdown(
-                choices=[D.ALL, *T.categories(rep)],
+                choices=[(D.ALL, D.ALL), *((T.group_label(c), c) for c in T.categories(rep))],
                 value=D.ALL,
                 label="Category, subset or level",
                 scale=1,

@@ -66,6 +66,25 @@ def categories(report: Mapping[str, Any]) -> list[str]:
     return out
 
 
+CATEGORY_NAMES = {
+    "stepshield/UFO": "unauthorised file operations",
+    "stepshield/SEC": "secret exfiltration",
+    "stepshield/RES": "resource abuse",
+    "stepshield/INV": "instruction violation",
+    "stepshield/TST": "test manipulation",
+    "stepshield/DEC": "deceptive completion",
+}
+"""Words for the category codes a source uses (StepShield's README, 'Category Definitions');
+each source keeps its own vocabulary, so a category is always named with its source."""
+
+
+def group_label(choice: str) -> str:
+    """How a Category dropdown choice reads: the code's words after it where it is a code
+    (``stepshield/DEC: deceptive completion``), else the choice itself."""
+    words = CATEGORY_NAMES.get(choice)
+    return f"{choice}: {words}" if words else choice
+
+
 def _group_of(report: Mapping[str, Any], choice: str) -> tuple[str, str, Mapping[str, Any] | None]:
     """(kind, name, breakdown entry) of a Category dropdown choice."""
     for kind, key in GROUP_KINDS:
@@ -348,7 +367,7 @@ def leaderboard_table(
         rows = _group_rows(res, judges, metric, cols_metrics, g)
         notes.insert(
             0,
-            f"{kind.capitalize()} **{md_escape(str(name))}**: {g['n_steps']} scored steps "
+            f"{kind.capitalize()} **{md_escape(group_label(str(name)))}**: {g['n_steps']} scored steps "
             f"({g['n_unsafe']} unsafe) in {g['n_trajectories']} trajectories "
             f"({g['n_unsafe_trajectories']} unsafe). Figures with 95% intervals, sorted by "
             f"**{md_escape(label)}** (# is the position in this group); groups are not ranked "

@@ -315,6 +315,15 @@ def test_robustness_tab_shows_numbers_or_not_run(client: Any) -> None:
     assert "Attack success" in note
 
 
+def test_category_codes_read_as_words() -> None:
+    import tabs
+
+    assert tabs.group_label("stepshield/DEC") == "stepshield/DEC: deceptive completion"
+    assert tabs.group_label("rjudge/email") == "rjudge/email"
+    dropdown = APP.gr.Dropdown(choices=[(tabs.group_label("stepshield/SEC"), "stepshield/SEC")])
+    assert dropdown.choices == [("stepshield/SEC: secret exfiltration", "stepshield/SEC")]
+
+
 def test_lite_board_lists_the_lite_only_judge(dirs: tuple[Path, Path]) -> None:
     import tabs
 
