@@ -131,3 +131,19 @@ def test_the_inspect_command_line(flow: Path, server: Any, tmp_path: Path) -> No
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert list((tmp_path / "logs").glob("*.eval"))
+
+
+def test_generation_settings_are_part_of_the_config() -> None:
+    from inspect_ai.model import GenerateConfig
+
+    from bench.interop.inspect_log import generate_settings, spec_for
+
+    hot = generate_settings(GenerateConfig(temperature=0.7, max_tokens=64, max_retries=3))
+    assert hot == {"temperature": 0.7, "max_tokens": 64}  # retries cannot change an answer
+    assert generate_settings(GenerateConfig()) == {}
+    plain = spec_for("j", MODEL, "auditor", "boxed", None, {})
+    warm = spec_for("j", MODEL, "auditor", "boxed", None, hot)
+    assert plain.config_hash("t") != warm.config_hash("t")
+    with pytest.raises(DataError, match="params.generate"):
+        spec_for("j", MODEL, "auditor", "boxed", plain, hot)
+    assert spec_for("j", MODEL, "auditor", "boxed", warm, hot) is warm

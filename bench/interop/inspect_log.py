@@ -18,6 +18,7 @@ lists the judge as incomplete, never scores it silently.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,12 +50,51 @@ class Imported:
     """Samples that errored in Inspect (recorded as errors)."""
 
 
+OUTPUT_SETTINGS = (
+    "system_message", "max_tokens", "top_p", "temperature", "stop_seqs", "best_of",
+    "frequency_penalty", "presence_penalty", "logit_bias", "seed", "top_k", "num_choices",
+    "effort", "reasoning_effort", "reasoning_mode", "reasoning_tokens", "reasoning_history",
+    "response_schema", "extra_body",
+)  # fmt: skip
+"""Inspect ``GenerateConfig`` fields that can change an answer (retries, timeouts and
+connection limits cannot, and are left out of the config hash)."""
+
+
+def generate_settings(config: Any) -> dict[str, Any]:
+    """The answer-changing generation settings a log was made with, those that were set."""
+    out: dict[str, Any] = {}
+    for key in OUTPUT_SETTINGS:
+        value = getattr(config, key, None)
+        if value is None:
+            continue
+        if hasattr(value, "model_dump"):
+            value = value.model_dump(mode="json")
+        out[key] = value
+    return json.loads(json.dumps(out, sort_keys=True, default=str))
+
+
 def spec_for(
-    judge: str, model: str, template: str, parser: str, row: JudgeSpec | None
+    judge: str,
+    model: str,
+    template: str,
+    parser: str,
+    row: JudgeSpec | None,
+    generate: Mapping[str, Any] | None = None,
 ) -> JudgeSpec:
-    """The judges.toml row when there is one (it must match the log), else an ad-hoc spec."""
+    """The judges.toml row when there is one (it must match the log), else an ad-hoc spec.
+    ``generate`` (the log's generation settings) goes into the params when set, so a run at
+    another temperature gets another config hash."""
+    params = {"generate": dict(generate)} if generate else {}
     if row is None:
-        return JudgeSpec(id=judge, backend="inspect", model=model, prompt=template, parser=parser)
+        return JudgeSpec(
+            id=judge, backend="inspect", model=model, prompt=template, parser=parser, params=params
+        )
+    if dict(row.params.get("generate") or {}) != dict(generate or {}):
+        raise DataError(
+            f"judges.toml row {judge!r} has params.generate {dict(row.params.get('generate') or {})}, "
+            f"the log was made with {dict(generate or {})}: import it under another judge id or "
+            "fix the row"
+        )
     for key, want in (("model", model), ("prompt", template), ("parser", parser)):
         if getattr(row, key) != want:
             raise DataError(
@@ -105,7 +145,9 @@ def import_log(
         )
     meta = samples[0].metadata or {}
     template, parser = str(meta.get("template", "")), str(meta.get("parser", ""))
-    spec = spec_for(judge, str(log.eval.model), template, parser, row)
+    settings = generate_settings(log.plan.config if log.plan else None)
+    settings = {**generate_settings(log.eval.model_generate_config), **settings}
+    spec = spec_for(judge, str(log.eval.model), template, parser, row, settings)
     digest = template_digest(spec.prompt)
     chash = spec.config_hash(digest)
     path = predictions.path_for(out, judge, ground_truth_version, chash)

@@ -5,7 +5,9 @@ bench/interop/inspect_task.py --model ...``, docs/inspect.md): ``model`` is Insp
 ``prompt`` the task's template and ``parser`` the template's parser. ``decide.py`` never runs it:
 it is skipped with the import command as the reason, or reported cached once
 ``python bench/inspect_import.py LOG --judge ID`` has written its predictions file (the import
-uses the row's config hash).
+uses the row's config hash). ``params.generate`` holds the Inspect generation settings the
+log was made with (``temperature``, ``max_tokens``, ...: the ones set, as the log records them);
+the import checks a row's against the log's, so two settings never share a predictions file.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from bench.judging.backends import backend
 from bench.judging.protocol import JudgeSpec, SkipJudge
 
 
-@backend("inspect", params={})
+@backend("inspect", params={"generate": dict})
 def make(judge: JudgeSpec) -> NoReturn:
     """Always skipped: the predictions are imported, not made here."""
     raise SkipJudge(
