@@ -531,6 +531,14 @@ def diagnostic_table(res: Results) -> tuple[pd.DataFrame, str]:
 # --------------------------------------------------------------------------- lite tab
 
 
+def _lite_margin(e: Mapping[str, Any]) -> str:
+    """'-0.301 (below)': a lite entry's balanced-accuracy margin over the lite shortcuts."""
+    m = (e.get("above_shortcuts") or {}).get("balanced_accuracy")
+    if not m or m.get("value") is None:
+        return DASH
+    return f"{m['value']:+.3f} ({m['verdict']})"
+
+
 def lite_table(res: Results) -> tuple[pd.DataFrame, str]:
     """The lite board: every judge covering the lite split, ranked there, the lite-only ones
     marked, with each full-board judge's full figure and the paired lite - full difference."""
@@ -548,11 +556,23 @@ def lite_table(res: Results) -> tuple[pd.DataFrame, str]:
                 "Judge": names.get(e["id"], e.get("display_name", e["id"]))
                 + (" (lite only)" if e.get("lite_only") else ""),
                 "Bal. acc. [95% CI]": fmt_ci(e["metrics"]["balanced_accuracy"]),
+                "vs shortcuts": _lite_margin(e),
                 "AUROC [95% CI]": fmt_ci(e["metrics"]["auroc"]),
                 "Caught (bal.) [95% CI]": fmt_ci(e["metrics"]["caught_balanced"]),
                 "Parse rate": fmt(e.get("parse_rate")),
                 "Full bal. acc.": fmt(d["full"]) if d else DASH,
                 "Lite − full [95% CI]": fmt_ci(d["difference"]) if d else DASH,
+            }
+        )
+    ref = lite.get("shortcut_reference") or {}
+    if rows and ref:
+        rows.append(
+            {
+                **{k: DASH for k in rows[0]},
+                "Judge": "Shortcut reference (best probe per source)",
+                "Bal. acc. [95% CI]": fmt_ci(ref["balanced_accuracy"]),
+                "AUROC [95% CI]": fmt_ci(ref["auroc"]),
+                "Caught (bal.) [95% CI]": fmt_ci(ref["caught_balanced"]),
             }
         )
     if not entries:
@@ -563,7 +583,9 @@ def lite_table(res: Results) -> tuple[pd.DataFrame, str]:
         "by source, subset and label), for judges that are costly to run "
         "(`python bench/decide.py --split lite`). Judges with lite predictions only are ranked "
         f"here, never on the full board. Kendall's tau between the lite and full rankings over "
-        f"the {agree.get('judges', 0)} judges on both: **{fmt(agree.get('kendall_tau'))}**."
+        f"the {agree.get('judges', 0)} judges on both: **{fmt(agree.get('kendall_tau'))}**. "
+        "**vs shortcuts**: the margin over the best single-artefact probe per source on lite "
+        "(*above* = its interval excludes 0)."
     )
     return _frame(rows, ["Lite rank", "Judge"]), note
 

@@ -142,8 +142,18 @@ def test_lite_only_judge_is_ranked_on_the_lite_board_and_agreement_is_reported(
     # gamma flags sample:b:1 and lets sample:e:1 (outside lite) run: its lite sample BA is 0
     g = agree["per_judge"]["gamma"]
     assert (g["full"], g["lite"], g["difference"]["value"]) == (0.375, 0.25, -0.125)
+    # the probes are the lite board's reference line, and every judge's margin is over it
+    ref = lite["shortcut_reference"]["balanced_accuracy"]
+    assert ref["best_probe"] == {"rjudge": "zeta", "sample": "zeta"}
+    for e in lite["judges"]:
+        m = e["above_shortcuts"]["balanced_accuracy"]
+        assert m["value"] == pytest.approx(
+            e["metrics"]["balanced_accuracy"]["value"] - ref["value"], abs=2e-4
+        )
+    assert board["eta"]["above_shortcuts"]["balanced_accuracy"]["verdict"] == "tied"
     md = (rendered / "leaderboard.md").read_text()
-    assert "## Lite split" in md and "| Eta (lite only) (lite only) |" in md
+    assert "## Lite split" in md and "| Eta (lite only) |" in md
+    assert "| – | Shortcut reference (best probe per source) | 0.750" in md.split("## Lite split")[1]
 
 
 def test_kendall_tau() -> None:

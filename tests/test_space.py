@@ -329,8 +329,8 @@ def test_lite_board_lists_the_lite_only_judge(dirs: tuple[Path, Path]) -> None:
 
     df, note = tabs.lite_table(D.load_results(dirs[0]))
     rows = {r["Judge"]: r for r in df.to_dict("records")}
-    assert "Eta (lite only) (lite only)" in rows and rows["Alpha <b>judge</b>"]["Lite rank"] == 1
-    assert rows["Eta (lite only) (lite only)"]["Full bal. acc."] == "–"
+    assert "Eta (lite only)" in rows and rows["Alpha <b>judge</b>"]["Lite rank"] == 1
+    assert rows["Eta (lite only)"]["Full bal. acc."] == "–"
     assert "Kendall's tau" in note and "**1.000**" in note
 
 

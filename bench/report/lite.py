@@ -10,6 +10,10 @@ and tie groups as the full board; a judge that covers only the lite rows (a cost
 - per judge, **lite minus full** on the rank metric with a paired interval: the lite figure comes
   from the full board's own bootstrap draws restricted to the lite trajectories, so both figures
   of a judge are on the same resamples.
+
+The shortcut probes are scored on lite too: the lite board carries their reference line (the
+best probe per source, as on the full board) and every judge's margin over it, so a lite-only
+judge is held to the same test as the others.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from bench.metrics.bootstrap import macro, percentile_interval, tie_groups
+from bench.report import shortcuts
 from bench.report.inputs import PredictionFile
 from bench.report.scoring import Headline, Scored, Settings, cell, headline, rnd, score
 
@@ -68,6 +73,8 @@ def lite_board(
     sources = [s for s in full_head.sources if s in set(sc.traj_source.tolist())]
     h = headline(sc, sources) if sources else None
     judges = [j for j in sc.preds if role.get(j, "judge") != "probe"]
+    probes = sorted(j for j in sc.preds if role.get(j, "judge") == "probe")
+    refs = shortcuts.references(h, probes) if h is not None else {}
     entries: list[dict[str, Any]] = []
     if h is not None:
         ranks = tie_groups({j: h.point[j][rank_metric] for j in judges}, h.boot, rank_metric)
@@ -86,6 +93,7 @@ def lite_board(
                     },
                     "parse_rate": rnd(sc.points[j].metrics["parse_rate"]),
                     "counts": dict(sc.points[j].counts),
+                    "above_shortcuts": shortcuts.margins(h, refs, j) if refs else {},
                 }
             )
         entries.sort(
@@ -127,6 +135,7 @@ def lite_board(
         "full_decision_points": len(rows),
         "rank_metric": rank_metric,
         "judges": entries,
+        "shortcut_reference": shortcuts.reference_json(refs, h.boot) if refs and h else {},
         "agreement": {
             "judges": len(both),
             "kendall_tau": rnd(tau),

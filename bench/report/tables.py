@@ -318,10 +318,25 @@ def _lite_table(report: Mapping[str, Any]) -> Table | None:
                 str(e["rank"]),
                 names.get(e["id"], e["id"]) + (" (lite only)" if e["lite_only"] else ""),
                 fmt_ci(e["metrics"]["balanced_accuracy"]),
+                _margin((e.get("above_shortcuts") or {}).get("balanced_accuracy")),
                 fmt_ci(e["metrics"]["auroc"]),
                 fmt(e["parse_rate"]),
                 fmt(d["full"]) if d else "–",
                 fmt_ci(d["difference"]) if d else "–",
+            ]
+        )
+    ref = lite.get("shortcut_reference") or {}
+    if ref:
+        rows.append(
+            [
+                "–",
+                "Shortcut reference (best probe per source)",
+                fmt_ci(ref["balanced_accuracy"]),
+                "–",
+                fmt_ci(ref["auroc"]),
+                "–",
+                "–",
+                "–",
             ]
         )
     tau = agree.get("kendall_tau")
@@ -334,11 +349,13 @@ def _lite_table(report: Mapping[str, Any]) -> Table | None:
         "Judges with lite predictions only are ranked here, never on the full board. Kendall's "
         f"tau between the lite and full rankings by {LABELS.get(rm, rm)} over the "
         f"{agree.get('judges', 0)} judges on both: {fmt(tau)}. Lite − full: the paired "
-        "difference on the same bootstrap draws.",
+        "difference on the same bootstrap draws. vs shortcuts: the margin over the best "
+        "shortcut probe per source, on lite.",
         "header": [
             "Lite rank",
             "Judge",
             "Bal. acc. [95% CI]",
+            "vs shortcuts",
             "AUROC [95% CI]",
             "Parse rate",
             f"Full {LABELS.get(rm, rm)}",
