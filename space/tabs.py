@@ -413,10 +413,16 @@ def pending_markdown(report: Mapping[str, Any]) -> str:
         ),
         always=True,
     )
+    lite = {e["id"]: e for e in (report.get("lite") or {}).get("judges", []) if e.get("lite_only")}
+
+    def incomplete(x: Mapping[str, Any]) -> str:
+        line = f"`{md_escape(x['id'])}`: {x['covered']} of {x['expected']} decision points"
+        if x["id"] in lite:
+            line += f"; ranked {lite[x['id']]['rank']} on the lite split (see the Lite tab)"
+        return line
+
     parts += _listing(
-        "Incomplete predictions, not ranked",
-        report.get("incomplete", []),
-        lambda x: f"`{md_escape(x['id'])}`: {x['covered']} of {x['expected']} decision points",
+        "Incomplete predictions, not ranked", report.get("incomplete", []), incomplete
     )
     parts += _listing(
         "Refused: made for another dataset version",

@@ -153,7 +153,13 @@ def test_lite_only_judge_is_ranked_on_the_lite_board_and_agreement_is_reported(
     assert board["eta"]["above_shortcuts"]["balanced_accuracy"]["verdict"] == "tied"
     md = (rendered / "leaderboard.md").read_text()
     assert "## Lite split" in md and "| Eta (lite only) |" in md
-    assert "| – | Shortcut reference (best probe per source) | 0.750" in md.split("## Lite split")[1]
+    assert (
+        "| – | Shortcut reference (best probe per source) | 0.750" in md.split("## Lite split")[1]
+    )
+    assert (
+        "- `eta`: 8 of 9 decision points (`eta/fixture-1/c0ffee.jsonl`); ranked 2 on the lite split"
+        in md
+    )
 
 
 def test_kendall_tau() -> None:

@@ -332,6 +332,9 @@ def test_lite_board_lists_the_lite_only_judge(dirs: tuple[Path, Path]) -> None:
     assert "Eta (lite only)" in rows and rows["Alpha <b>judge</b>"]["Lite rank"] == 1
     assert rows["Eta (lite only)"]["Full bal. acc."] == "–"
     assert "Kendall's tau" in note and "**1.000**" in note
+    assert "ranked 2 on the lite split (see the Lite tab)" in tabs.pending_markdown(
+        D.load_results(dirs[0]).report
+    )
 
 
 def test_browse_filters_split_disagreement_and_a_wrong_judge(dirs: tuple[Path, Path]) -> None:

@@ -651,8 +651,14 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             continue
         for it in items:
             if key == "incomplete":
+                lite = [
+                    e for e in (report.get("lite") or {}).get("judges", [])
+                    if e["id"] == it["id"] and e.get("lite_only")
+                ]  # fmt: skip
+                where = f"; ranked {lite[0]['rank']} on the lite split" if lite else ""
                 lines.append(
-                    f"- `{it['id']}`: {it['covered']} of {it['expected']} decision points (`{it['predictions']}`)"
+                    f"- `{it['id']}`: {it['covered']} of {it['expected']} decision points "
+                    f"(`{it['predictions']}`){where}"
                 )
             elif key == "refused":
                 lines.append(f"- `{it['judge']}`: `{it['path']}`: {it['reason']}")
