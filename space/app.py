@@ -122,12 +122,34 @@ def _df(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype(str) if not df.empty else df
 
 
+WHOLE = ("#", "Rank", "Overall rank", "Lite rank")
+"""Columns of whole numbers (a float column only because a reference row has none)."""
+
+
+def three_places(df: pd.DataFrame) -> Any:
+    """The table as a pandas Styler that shows every float with three decimals (0.770, not
+    0.77), latency as ``fmt_latency`` does ('<0.001') and a missing value as '–', while the cell
+    values stay numbers, so sorting is numeric."""
+    fmt: dict[str, Any] = {
+        c: "{:.0f}" if c in WHOLE else "{:.3f}"
+        for c in df.columns
+        if pd.api.types.is_float_dtype(df[c])
+    }
+    if "p50 s" in fmt:
+        fmt["p50 s"] = T.fmt_latency
+    return df.style.format(fmt, na_rep="–")
+
+
 def _numeric(df: pd.DataFrame) -> Any:
-    """A table update that keeps numbers numeric (sortable) and sizes columns in pixels."""
+    """A table update that keeps numbers numeric (sortable), shows them with three decimals
+    and sizes columns in pixels."""
     if df.empty:
         return gr.Dataframe(value=df)
     return gr.Dataframe(
-        value=df, datatype=datatypes(df), column_widths=column_widths(df), pinned_columns=2
+        value=three_places(df),
+        datatype=datatypes(df),
+        column_widths=column_widths(df),
+        pinned_columns=2,
     )
 
 
@@ -333,7 +355,7 @@ def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> dict[str, Any]:
         df0, note0 = T.leaderboard_table(res, metric=rep["settings"]["rank_metric"])
         note = gr.Markdown(note0)
         table = _table(
-            df0,
+            three_places(df0),
             max_height=620,
             elem_id="leaderboard-table",
             show_label=False,

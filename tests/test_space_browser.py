@@ -170,6 +170,7 @@ def test_numeric_sort_download_and_phone_width(served: Any) -> None:
     assert len(vals) >= 3 and [float(v) for v in vals] == sorted(
         (float(v) for v in vals), reverse=True
     )
+    assert all(len(v.split(".")[-1]) == 3 for v in vals), vals  # 0.770, never 0.77
     # hovering a header explains it rather than repeating its text
     tip = page.evaluate(
         "() => [...document.querySelectorAll('#leaderboard-table thead th')]"
