@@ -76,7 +76,7 @@ THEME = gr.themes.Default(
 )
 """System fonts: nothing fetched from a font CDN (the page also works offline)."""
 
-WIDTH_PX = {"#": 40, "Rank": 56, "Overall rank": 76, "Judge": 176, "Backend": 110, "Open": 56,
+WIDTH_PX = {"#": 40, "Rank": 56, "Overall rank": 76, "Judge": 168, "Backend": 110, "Open": 56,
             "Shortcuts": 92, "p50 s": 78, "Safe interrupted": 110, "Reward": 80}  # fmt: skip
 """Column widths in pixels (others: 72 for a number, 124 for an interval). Fixed pixels, not
 percentages: at 1366 px the main table fits the page; on a phone it scrolls sideways with Rank
