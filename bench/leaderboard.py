@@ -5,6 +5,7 @@
                                            # diagnostic.csv, twins.csv, robustness.csv
                                            # and plots/*.png
     python bench/leaderboard.py --check    # exits 1 when the committed outputs are stale
+    python bench/leaderboard.py --withhold-raw  # empty R-Judge raw outputs before committing
 
 The headline is the mean over the upstream sources of each source's figure (macro), ranked in
 tie groups; shortcut probes (judges.toml rows with role = "probe") are reference lines, never
@@ -48,7 +49,7 @@ from bench.metrics.inputs import load_cost_matrix
 from bench.metrics.stats import RANK_METRICS, check_rank_metric
 from bench.report.check import compare
 from bench.report.inputs import discover, discover_stress, load_ground_truth, load_judges
-from bench.report.publish import plan_upload, push_results
+from bench.report.publish import plan_upload, push_results, withhold_in_place
 from bench.report.report import build_report
 from bench.report.tables import OUTPUT_TEXTS, fmt_ci, render_all
 
@@ -152,6 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--dry-run", action="store_true", help="with --push-to-hub: list the upload, send nothing"
     )
+    ap.add_argument(
+        "--withhold-raw",
+        action="store_true",
+        help="first empty, in place, the raw output and reason of every decision on a source "
+        "that may not be redistributed (R-Judge) in the predictions files: run it before "
+        "committing predictions of a generative judge",
+    )
     ap.add_argument("--quiet", action="store_true", help="warnings only")
     args = ap.parse_args(argv)
     setup_logging(args.quiet)
@@ -161,6 +169,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"leaderboard --check: no ground truth at {args.ground_truth} yet; nothing to check")
         return 0
     rows, meta = load_ground_truth(args.ground_truth)
+    if args.withhold_raw:
+        changed = withhold_in_place(args.predictions, meta)
+        for path, n in changed.items():
+            log.info("withheld the raw output of %d decisions in %s", n, path)
+        print(f"withheld raw outputs in {len(changed)} predictions files")
     cost = load_cost_matrix(args.cost_matrix)
     files, refused, superseded = discover(args.predictions, str(meta["dataset_version"]))
     stress, stress_stale = discover_stress(args.predictions, str(meta["dataset_version"]), files)

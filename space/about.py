@@ -63,7 +63,9 @@ SUBMIT_MD = """
 2. **Validate it:** `python bench/decide.py --check` checks every row (unknown keys, backend
    parameters, prompt and parser names) without running anything.
 3. **Open a pull request** with the row (and, if you ran it yourself, its predictions file under
-   `leaderboards/predictions/<id>/<dataset version>/`).
+   `leaderboards/predictions/<id>/<dataset version>/`, after `python bench/leaderboard.py
+   --withhold-raw`, which empties a model's raw text on R-Judge points: that source has no
+   licence).
 
 ## What maintainers run
 

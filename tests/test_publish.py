@@ -78,3 +78,71 @@ def test_push_is_one_commit_withholds_rjudge_raw_and_the_space_reads_it(
     assert "tester/results" in origin and repo.commits[-1].sha[:12] in origin
     res = data.load_results(root, origin)
     assert [e["id"] for e in res.judges] == ["alpha", "beta", "gamma"]
+
+
+def test_withhold_raw_empties_rjudge_raw_in_place_and_changes_no_figure(tmp_path: Path) -> None:
+    import shutil
+
+    from bench.report.inputs import load_ground_truth
+    from bench.report.publish import unwithheld_lines
+
+    preds = tmp_path / "predictions"
+    shutil.copytree(FIX / "predictions", preds)
+    alpha = preds / "alpha" / "fixture-1" / "c0ffee.jsonl"  # make alpha a generative judge
+    out, text = [], alpha.read_text()
+    for x in text.splitlines():
+        try:
+            r = json.loads(x)
+        except ValueError:  # the fixture's malformed line stays malformed
+            out.append(x)
+            continue
+        if r.get("type") == "decision":
+            r["raw"] = f"\\boxed{{act:{r['act']}}} the trajectory says ..."
+        out.append(json.dumps(r))
+    alpha.write_text("\n".join(out) + ("\n" if text.endswith("\n") else ""))
+    _, meta = load_ground_truth(FIX / "ground_truth.jsonl")
+    before = unwithheld_lines(sorted(preds.rglob("*.jsonl")), meta)
+    assert list(before) == [str(alpha)]
+    args = [a if a != str(FIX / "predictions") else str(preds) for a in argv(tmp_path / "out")]
+    assert L.main([*args, "--withhold-raw"]) == 0
+    assert unwithheld_lines(sorted(preds.rglob("*.jsonl")), meta) == {}
+    from bench.judging import predictions
+
+    rows = [r for p in sorted(preds.rglob("*.jsonl")) for r in predictions.scan(p)[0]]
+    assert alpha.read_text().endswith('"act": "ST')  # the truncated last line is kept as it was
+    rj = [r for r in rows if r.get("type") == "decision" and r["id"].startswith("rjudge:")]
+    sm = [r for r in rows if r.get("type") == "decision" and r["id"].startswith("sample:")]
+    assert rj and all(r["raw"] == "" and r["act"] for r in rj)
+    assert any(r.get("raw_withheld") for r in rj)
+    assert all(r["raw"] for r in sm if "trajectory says" in str(r.get("raw")))
+    assert not any(r.get("raw_withheld") for r in sm)
+    assert L.main([*args, "--withhold-raw"]) == 0  # idempotent
+    assert unwithheld_lines(sorted(preds.rglob("*.jsonl")), meta) == {}
+    for name in ("leaderboard.md", "leaderboard.csv"):  # verdicts are kept, so no figure moves
+        got = (tmp_path / "out" / name).read_text(encoding="utf-8")
+        assert got == (FIX / "expected" / name).read_text(encoding="utf-8")
+
+
+def test_committed_predictions_hold_no_rjudge_text() -> None:
+    """R-Judge has no licence: a committed predictions file keeps ids and verdicts for its
+    points, never the judge's raw output or reason (which can quote the trajectory)."""
+    import subprocess
+
+    from bench.core.paths import GROUND_TRUTH, REPO_ROOT
+    from bench.report.inputs import load_ground_truth
+    from bench.report.publish import unwithheld_lines
+
+    try:
+        tracked = subprocess.run(
+            ["git", "ls-files", "leaderboards/predictions"],
+            cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=60,
+        ).stdout.split()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("not a git checkout: nothing committed to check")
+    files = [REPO_ROOT / t for t in tracked if t.endswith(".jsonl")]
+    if not files:
+        pytest.skip("no committed predictions files")
+    _, meta = load_ground_truth(GROUND_TRUTH)
+    assert unwithheld_lines(files, meta) == {}, (
+        "run python bench/leaderboard.py --withhold-raw before committing predictions"
+    )

@@ -66,6 +66,80 @@ def _scrubbed(path: Path, withheld: frozenset[str]) -> tuple[bytes, int]:
     return ("\n".join(out) + "\n").encode("utf-8"), n
 
 
+def _generative(rows: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a predictions file is a generative judge's (its run line's backend; an unknown
+    or missing backend counts as generative). A scorer's ``raw`` is its rule's name, not text."""
+    from bench.judging import backends
+
+    for r in rows:
+        if r.get("type") == "run":
+            name = str((r.get("config") or {}).get("backend", ""))
+            try:
+                return bool(backends.get(name).generative)
+            except Exception:  # an unregistered backend: assume it writes text
+                return True
+    return True
+
+
+def withhold_in_place(pred_dir: Path, meta: Mapping[str, Any]) -> dict[str, int]:
+    """Empty a generative judge's raw output and the reason parsed from it on withheld
+    sources' decisions, in every predictions file under ``pred_dir``, in place (before the
+    files are committed to a public repository); path -> lines changed, for the files that
+    changed. Verdicts stay, so no figure moves."""
+    withheld = withheld_sources(meta)
+    changed: dict[str, int] = {}
+    if not withheld:
+        return changed
+    for path in sorted(pred_dir.rglob("*.jsonl")):
+        if not _generative(predictions.scan(path)[0]):
+            continue
+        text = path.read_text(encoding="utf-8")
+        out, n = [], 0
+        for line in text.splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:  # a malformed line is kept as it is (the reader reports it)
+                out.append(line)
+                continue
+            if (
+                isinstance(r, dict)
+                and r.get("type") == "decision"
+                and str(r.get("id", "")).split(":", 1)[0] in withheld
+                and r.get("raw")
+            ):
+                r = {**r, "raw": "", "reason": "", "raw_withheld": True}
+                n += 1
+                line = json.dumps(r, ensure_ascii=False, sort_keys=True)
+            out.append(line)
+        if n:
+            tmp = path.with_suffix(".jsonl.tmp")
+            # the same ending: a crash-truncated last line stays a last line without newline
+            tmp.write_text("\n".join(out) + ("\n" if text.endswith("\n") else ""), encoding="utf-8")
+            os.replace(tmp, path)
+            changed[str(path.relative_to(pred_dir))] = n
+    return changed
+
+
+def unwithheld_lines(paths: Iterable[Path], meta: Mapping[str, Any]) -> dict[str, int]:
+    """path -> decisions of withheld sources that still carry a generative judge's raw output."""
+    withheld = withheld_sources(meta)
+    out: dict[str, int] = {}
+    for path in paths:
+        rows, _ = predictions.scan(path)
+        if not _generative(rows):
+            continue
+        n = sum(
+            1
+            for r in rows
+            if r.get("type") == "decision"
+            and str(r.get("id", "")).split(":", 1)[0] in withheld
+            and r.get("raw")
+        )
+        if n:
+            out[str(path)] = n
+    return out
+
+
 def plan_upload(
     folder: Path, pred_dir: Path, version: str, meta: Mapping[str, Any]
 ) -> list[Upload]:
