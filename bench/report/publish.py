@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.dataset.hub import NOT_REDISTRIBUTABLE, PublishError, PushResult
-from bench.judging import predictions
+from bench.judging import backends, predictions
 from bench.report.tables import OUTPUT_TEXTS
 
 EXTRA_FILES = ("ground_truth.jsonl", "ground_truth.meta.json", "cost_matrix.toml")
@@ -69,8 +69,6 @@ def _scrubbed(path: Path, withheld: frozenset[str]) -> tuple[bytes, int]:
 def _generative(rows: Iterable[Mapping[str, Any]]) -> bool:
     """Whether a predictions file is a generative judge's (its run line's backend; an unknown
     or missing backend counts as generative). A scorer's ``raw`` is its rule's name, not text."""
-    from bench.judging import backends
-
     for r in rows:
         if r.get("type") == "run":
             name = str((r.get("config") or {}).get("backend", ""))
