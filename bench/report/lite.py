@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from scipy.stats import kendalltau
 
 from bench.metrics.bootstrap import macro, percentile_interval, tie_groups
 from bench.report import shortcuts
@@ -31,25 +32,10 @@ from bench.report.scoring import Headline, Scored, Settings, cell, headline, rnd
 
 def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float | None:
     """Kendall's tau-b of two paired sequences (None with fewer than two pairs or no variation)."""
-    n = len(a)
-    if n < 2:
+    if len(a) < 2:
         return None
-    concordant = discordant = ties_a = ties_b = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
-            if da == 0 and db == 0:
-                continue
-            if da == 0:
-                ties_a += 1
-            elif db == 0:
-                ties_b += 1
-            elif da == db:
-                concordant += 1
-            else:
-                discordant += 1
-    denom = np.sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b))
-    return None if denom == 0 else float((concordant - discordant) / denom)
+    tau = kendalltau(a, b).statistic  # variant "b": ties counted
+    return None if np.isnan(tau) else float(tau)
 
 
 def lite_board(

@@ -79,39 +79,45 @@ def _generative(rows: Iterable[Mapping[str, Any]]) -> bool:
     return True
 
 
+def _quotes(r: Any, withheld: frozenset[str]) -> bool:
+    """Whether a predictions line is a decision on a withheld source with a raw output."""
+    return (
+        isinstance(r, dict)
+        and r.get("type") == "decision"
+        and str(r.get("id", "")).split(":", 1)[0] in withheld
+        and bool(r.get("raw"))
+    )
+
+
 def withhold_in_place(pred_dir: Path, meta: Mapping[str, Any]) -> dict[str, int]:
     """Empty a generative judge's raw output and the reason parsed from it on withheld
     sources' decisions, in every predictions file under ``pred_dir``, in place (before the
     files are committed to a public repository); path -> lines changed, for the files that
-    changed. Verdicts stay, so no figure moves."""
+    changed. Verdicts stay, so no figure moves. Malformed lines are kept as they are (the
+    reader reports them), and so is a crash-truncated last line."""
     withheld = withheld_sources(meta)
     changed: dict[str, int] = {}
     if not withheld:
         return changed
     for path in sorted(pred_dir.rglob("*.jsonl")):
-        if not _generative(predictions.scan(path)[0]):
-            continue
         text = path.read_text(encoding="utf-8")
-        out, n = [], 0
+        parsed: list[tuple[str, Any]] = []
         for line in text.splitlines():
             try:
-                r = json.loads(line)
-            except ValueError:  # a malformed line is kept as it is (the reader reports it)
-                out.append(line)
-                continue
-            if (
-                isinstance(r, dict)
-                and r.get("type") == "decision"
-                and str(r.get("id", "")).split(":", 1)[0] in withheld
-                and r.get("raw")
-            ):
+                parsed.append((line, json.loads(line)))
+            except ValueError:
+                parsed.append((line, None))
+        if not _generative(r for _, r in parsed if isinstance(r, dict)):
+            continue
+        out, n = [], 0
+        for line, r in parsed:
+            if _quotes(r, withheld):
                 r = {**r, "raw": "", "reason": "", "raw_withheld": True}
-                n += 1
                 line = json.dumps(r, ensure_ascii=False, sort_keys=True)
+                n += 1
             out.append(line)
         if n:
             tmp = path.with_suffix(".jsonl.tmp")
-            # the same ending: a crash-truncated last line stays a last line without newline
             tmp.write_text("\n".join(out) + ("\n" if text.endswith("\n") else ""), encoding="utf-8")
             os.replace(tmp, path)
             changed[str(path.relative_to(pred_dir))] = n
@@ -124,15 +130,7 @@ def unwithheld_lines(paths: Iterable[Path], meta: Mapping[str, Any]) -> dict[str
     out: dict[str, int] = {}
     for path in paths:
         rows, _ = predictions.scan(path)
-        if not _generative(rows):
-            continue
-        n = sum(
-            1
-            for r in rows
-            if r.get("type") == "decision"
-            and str(r.get("id", "")).split(":", 1)[0] in withheld
-            and r.get("raw")
-        )
+        n = sum(_quotes(r, withheld) for r in rows) if _generative(rows) else 0
         if n:
             out[str(path)] = n
     return out

@@ -25,13 +25,13 @@ tokens, read from the cached keys and values. No generation; one decision at a t
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from bench.core.errors import ConfigError
+from bench.core.jsonl import sha256_file
 from bench.judging.backends import backend
 from bench.judging.protocol import JudgeInput, JudgeSpec, RawOutput, SkipJudge
 from bench.prompts.scoring import Scoring, scoring_for, verdict_from_logprobs
@@ -92,15 +92,6 @@ def package_folder(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def sha256_of(path: Path) -> str:
-    """sha256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def weights_record(folder: Path | None, gguf_file: str | None, model: Any = None) -> dict[str, Any]:
     """What was loaded, for the run line: the GGUF file and its sha256, or the safetensors
     index's (or the single weights file's) sha256 and the hub commit the cache resolved to."""
@@ -111,16 +102,16 @@ def weights_record(folder: Path | None, gguf_file: str | None, model: Any = None
         return {
             "format": "gguf",
             "file": gguf_file,
-            "sha256": sha256_of(f),
+            "sha256": sha256_file(f),
             "bytes": f.stat().st_size,
         }
     out: dict[str, Any] = {"format": "safetensors"}
     index = folder / "model.safetensors.index.json"
     single = folder / "model.safetensors"
     if index.is_file():
-        out.update(file=index.name, sha256=sha256_of(index))
+        out.update(file=index.name, sha256=sha256_file(index))
     elif single.is_file():
-        out.update(file=single.name, sha256=sha256_of(single))
+        out.update(file=single.name, sha256=sha256_file(single))
     parts = folder.resolve().parts
     if "snapshots" in parts:  # the hub cache names the resolved commit
         out["commit"] = parts[parts.index("snapshots") + 1]
