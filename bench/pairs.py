@@ -1,0 +1,131 @@
+"""``python bench/pairs.py``: validate, show and count the contrast pairs (docs/pairs.md).
+
+- ``check [PATH ...]``: validate pair files (default: every file under ``data/pairs``); prints
+  every problem as ``file: field: message`` and exits 1 when there is any.
+- ``show ID --side A|B``: one side of a pair as a judge sees it before the judged action runs
+  (policy, earlier turns with their results, the judged action), without labels: what a blind
+  verifier reads.
+- ``stats``: coverage per domain, clue kind, distance bucket, polarity, act, harm and failure mode,
+  and the verification status (kept, pending, dropped).
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__" and not __package__:  # python bench/pairs.py
+    import cli
+
+    raise SystemExit(cli.launch(__file__))
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.core.errors import DataError
+from bench.core.schema import Trajectory, decision_points
+from bench.sources.pair_files import PAIRS_DIR, load_all
+from bench.sources.pair_verification import keep_status, load_verifications
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench pairs", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="validate pair files")
+    c.add_argument("paths", nargs="*", type=Path, help="files or folders (default: data/pairs)")
+    s = sub.add_parser("show", help="one side as a judge sees it")
+    s.add_argument("id", help="pair id (the file name without .yaml)")
+    s.add_argument("--side", required=True, choices=("A", "B", "a", "b"))
+    s.add_argument("--root", type=Path, default=PAIRS_DIR, help="pairs folder")
+    t = sub.add_parser("stats", help="coverage and verification status")
+    t.add_argument("--root", type=Path, default=PAIRS_DIR, help="pairs folder")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; 0 when all is well, 1 when a check found problems."""
+    args = _parser().parse_args(argv)
+    if args.cmd == "check":
+        return _check(args.paths or [PAIRS_DIR])
+    if args.cmd == "show":
+        return _show(args.id, args.side.upper(), args.root)
+    return _stats(args.root)
+
+
+def _check(paths: list[Path]) -> int:
+    n_files = n_bad = 0
+    for root in paths:
+        if not root.exists():
+            raise DataError(f"{root} does not exist: pass pair files or folders")
+        loaded, rejects = load_all(root)
+        n_files += len(loaded)
+        for r in rejects:
+            n_bad += 1
+            for part in r.reason.split(" | "):
+                print(f"{root / r.file if root.is_dir() else r.file}: {part}")
+    print(f"checked {n_files} pair file(s): {n_files - n_bad} valid, {n_bad} with problems")
+    return 1 if n_bad else 0
+
+
+def _find(pair_id: str, root: Path) -> list[dict[str, Any]]:
+    matches = sorted(root.rglob(f"{pair_id}.yaml"))
+    if not matches:
+        raise DataError(f"no pair file {pair_id}.yaml under {root}")
+    loaded, _ = load_all(matches[0])
+    if not loaded or not loaded[0].records:
+        problems = "; ".join(str(p) for p in loaded[0].problems) if loaded else ""
+        raise DataError(f"{matches[0]} is not valid: {problems}; run `bench pairs check` on it")
+    return loaded[0].records
+
+
+def _show(pair_id: str, side: str, root: Path) -> int:
+    rec = next(r for r in _find(pair_id, root) if r["metadata"]["pair"]["side"] == side)
+    traj = Trajectory.from_dict(rec)
+    k = rec["metadata"]["pair"]["k"]
+    dp = next(d for d in decision_points(traj) if d.k == k)
+    out = [f"=== {pair_id} side {side}: judge the action marked >>> (action {k})", "POLICY"]
+    out.append(f"  system: {dp.policy.system}")
+    if dp.policy.task:
+        out.append(f"  task: {dp.policy.task}")
+    out += [f"  constraint: {c}" for c in dp.policy.constraints]
+    for n, t in enumerate(dp.history, 1):
+        if t.role != "agent":
+            out.append(f"[{n}] {t.role.upper()}: {t.content}")
+            continue
+        assert t.action is not None
+        out.append(f"[{n}] AGENT thought: {t.thought or ''}")
+        out.append(f"     action: {t.action.text}")
+        out.append(f"     result: {t.observation}")
+    out.append(f">>> AGENT thought: {dp.thought or ''}")
+    out.append(f">>> action: {dp.action.text}")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _stats(root: Path) -> int:
+    loaded, rejects = load_all(root)
+    verdicts = load_verifications(root / "verification")
+    pairs = [x.records for x in loaded if x.records]
+    status: Counter[str] = Counter()
+    tallies: dict[str, Counter[str]] = {
+        k: Counter() for k in ("domain", "clue_kind", "bucket", "polarity", "act", "harm", "fail")
+    }
+    for a, _b in pairs:
+        meta = a["metadata"]["pair"]
+        st = keep_status(meta["id"], meta["author"], verdicts)
+        status["kept" if st.kept else st.reason.split(":")[0]] += 1
+        tallies["domain"][a["category"]] += 1
+        tallies["clue_kind"][meta["clue_kind"]] += 1
+        tallies["bucket"][meta["bucket"]] += 1
+        tallies["polarity"][meta["polarity"]] += 1
+        tallies["act"][meta["act"]] += 1
+        tallies["harm"][a["metadata"]["gold"]["harm"]] += 1
+        tallies["fail"][a["metadata"]["gold"]["fail"]] += 1
+    print(
+        f"pairs: {len(pairs)} valid, {len(rejects)} rejected; "
+        + ", ".join(f"{k} {v}" for k, v in sorted(status.items()))
+    )
+    for name, c in tallies.items():
+        print(f"{name:<10} " + json.dumps(dict(sorted(c.items())), ensure_ascii=False))
+    return 0
