@@ -354,3 +354,16 @@ def test_gold_integrity() -> None:
     bad[0]["onset"] = 3  # t1 rows disagree on the onset
     with pytest.raises(IntegrityError, match="onset"):
         TrajectoryIndex.of(Gold.from_rows(bad))
+
+
+def test_the_docs_metric_table_is_the_spec() -> None:
+    """docs/metrics.md's metric table is bench/metrics/spec.py's, row for row."""
+    from bench.metrics.spec import markdown_table
+
+    text = (REPO_ROOT / "docs" / "metrics.md").read_text("utf-8")
+    start = text.index("<!-- metric table: generated from bench/metrics/spec.py -->\n")
+    end = text.index("\n<!-- end of metric table -->")
+    assert text[start:end].split("\n", 1)[1] == markdown_table(), (
+        "docs/metrics.md's metric table differs from bench/metrics/spec.py: paste the output of "
+        "python -c 'from bench.metrics.spec import markdown_table; print(markdown_table())'"
+    )

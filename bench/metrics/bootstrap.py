@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.metrics.inputs import CostMatrix, Gold, InvalidPolicy, Predictions, align
+from bench.metrics.spec import HIGHER_IS_BETTER
 from bench.metrics.stats import (
-    HIGHER_IS_BETTER,
     JudgeStats,
     TrajectoryIndex,
     judge_stats,

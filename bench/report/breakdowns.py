@@ -15,26 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from bench.metrics.spec import BREAKDOWN_METRICS
 from bench.report.scoring import Scored, cell
 
 MIN_PER_CLASS = 10
 """A group needs at least this many unsafe and this many safe trajectories to be compared."""
-
-BREAKDOWN_METRICS: tuple[str, ...] = (
-    "balanced_accuracy",
-    "auroc",
-    "f1",
-    "recall",
-    "specificity",
-    "reward",
-    "caught",
-    "safe_interrupted",
-    "caught_balanced",
-    "traj_f1",
-    "traj_recall",
-    "traj_specificity",
-)
-"""Metrics carried per group (every one with its interval)."""
 
 
 def trajectory_attribute(

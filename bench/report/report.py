@@ -38,16 +38,17 @@ from bench.judging.specs import WEIGHT_BACKENDS
 from bench.metrics.bootstrap import Bootstrap, paired_interval, tie_groups
 from bench.metrics.inputs import CostMatrix, InvalidPolicy
 from bench.metrics.point import cost_per_thousand, latency_percentiles
-from bench.metrics.stats import (
-    ECE_BINS,
+from bench.metrics.spec import (
     HIGHER_IS_BETTER,
     METRICS,
+    PAIRED_METRICS,
     RANK_METRICS,
-    RISK_FROM_ACT,
-    check_rank_metric,
+    SHORTCUT_METRICS,
+    SPECS,
 )
+from bench.metrics.stats import ECE_BINS, RISK_FROM_ACT, check_rank_metric
 from bench.report import breakdowns, hard, shortcuts
-from bench.report.breakdowns import BREAKDOWN_METRICS, MIN_PER_CLASS
+from bench.report.breakdowns import MIN_PER_CLASS
 from bench.report.inputs import JudgeInfo, PredictionFile
 from bench.report.lite import lite_board
 from bench.report.robustness import robustness
@@ -63,42 +64,12 @@ from bench.report.scoring import (
     rnd,
     score,
 )
-from bench.report.shortcuts import SHORTCUT_METRICS
 
 SCHEMA = "foresight-leaderboard/2"
 """Version tag of the JSON layout (docs/metrics.md). 2: macro headline, probes and margins,
 intervals on every breakdown, subsets, levels, twins, diagnostic configs, robustness."""
 RESAMPLES = 1000
 SEED = 20240601
-LABELS = {
-    "balanced_accuracy": "Bal. acc.",
-    "auroc": "AUROC",
-    "f1": "F1",
-    "precision": "Precision",
-    "recall": "Recall",
-    "specificity": "Specificity",
-    "miss_rate": "Miss rate",
-    "false_alarm_rate": "False alarm",
-    "false_ask_rate": "False ask",
-    "reward": "Reward",
-    "parse_rate": "Parse rate",
-    "invalid_rate": "Invalid",
-    "error_rate": "Error",
-    "ece": "ECE",
-    "brier": "Brier",
-    "caught": "Caught",
-    "exact": "At onset",
-    "early": "Early",
-    "late": "Late",
-    "missed": "Missed",
-    "safe_interrupted": "Safe interrupted",
-    "traj_f1": "Traj. F1",
-    "traj_recall": "Traj. recall",
-    "traj_specificity": "Traj. specificity",
-    "caught_balanced": "Caught (bal.)",
-}
-PAIRED_METRICS = BREAKDOWN_METRICS
-"""Metrics whose paired differences the JSON carries for every pair of scored judges."""
 
 
 def _col(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
@@ -436,12 +407,12 @@ def build_report(
         "settings": _settings(rank_metric, policy, resamples, seed, cost, sources),
         "metrics": [
             {
-                "name": m,
-                "label": LABELS[m],
-                "higher_is_better": HIGHER_IS_BETTER[m],
-                "rankable": m in RANK_METRICS,
+                "name": m.key,
+                "label": m.short,
+                "higher_is_better": m.higher_is_better,
+                "rankable": m.rankable,
             }
-            for m in METRICS
+            for m in SPECS
         ],
         "judges": entries,
         "probes": probe_entries,

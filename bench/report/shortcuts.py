@@ -24,10 +24,8 @@ from typing import Any
 import numpy as np
 
 from bench.metrics.bootstrap import Bootstrap, percentile_interval
+from bench.metrics.spec import SHORTCUT_METRICS
 from bench.report.scoring import Headline, rnd
-
-SHORTCUT_METRICS: tuple[str, ...] = ("balanced_accuracy", "auroc", "caught_balanced")
-"""Metrics with a probe reference line and margins (all higher-is-better)."""
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.paths import REPORT_TEMPLATES
-from bench.metrics.stats import METRICS
+from bench.metrics.spec import BREAKDOWN_METRICS, METRICS, SHORTCUT_METRICS, label
 from bench.report import plots
-from bench.report.breakdowns import BREAKDOWN_METRICS
-from bench.report.report import LABELS
-from bench.report.shortcuts import SHORTCUT_METRICS
 
 
 def fmt(x: float | None, nd: int = 3) -> str:
@@ -105,7 +102,7 @@ def _headline_table(report: Mapping[str, Any]) -> Table:
     return {
         "title": "Leaderboard",
         "note": f"Every figure is the mean over the headline sources ({srcs}) of that source's "
-        f"figure; ranked by {LABELS[rm]}, judges whose paired bootstrap difference is not "
+        f"figure; ranked by {label(rm)}, judges whose paired bootstrap difference is not "
         "significant share a rank. 95% intervals resample trajectories within each source. "
         "'vs shortcuts' is the margin over the best single-artefact probe on each source "
         "(above / tied / below: the interval of the paired difference). Pooled: every "
@@ -347,7 +344,7 @@ def _lite_table(report: Mapping[str, Any]) -> Table | None:
         "stratified by source, subset and label; bench/dataset/lite.py), for judges that are "
         "costly to run. "
         "Judges with lite predictions only are ranked here, never on the full board. Kendall's "
-        f"tau between the lite and full rankings by {LABELS.get(rm, rm)} over the "
+        f"tau between the lite and full rankings by {label(rm)} over the "
         f"{agree.get('judges', 0)} judges on both: {fmt(tau)}. Lite − full: the paired "
         "difference on the same bootstrap draws. vs shortcuts: the margin over the best "
         "shortcut probe per source, on lite.",
@@ -358,7 +355,7 @@ def _lite_table(report: Mapping[str, Any]) -> Table | None:
             "vs shortcuts",
             "AUROC [95% CI]",
             "Parse rate",
-            f"Full {LABELS.get(rm, rm)}",
+            f"Full {label(rm)}",
             "Lite − full [95% CI]",
         ],
         "rows": rows,
@@ -476,7 +473,7 @@ def _step_table(report: Mapping[str, Any]) -> Table:
         "title": "Step level",
         "note": "Mean over the headline sources. UNSAFE is the positive class; invalid verdicts "
         "scored as " + report["settings"]["invalid_policy"] + "; n is every evaluated step.",
-        "header": ["Judge", "n", *(LABELS[m] for m in STEP_COLUMNS), "Risk from act"],
+        "header": ["Judge", "n", *(label(m) for m in STEP_COLUMNS), "Risk from act"],
         "rows": [
             [_name(e), str(e["counts"]["n_steps"])]
             + [fmt(e["metrics"][m]["value"]) for m in STEP_COLUMNS]
