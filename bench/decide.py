@@ -40,11 +40,11 @@ from bench.judging.local import (
     run_judge,
     run_stress,
     select_points,
-    stress_selection,
     summary,
 )
 from bench.judging.protocol import JudgeSpec
 from bench.stress import FAMILIES
+from bench.stress.selection import stress_selection
 
 log = logging.getLogger("bench.decide")
 

@@ -1,5 +1,6 @@
 """The layout shows the architecture: commands at the top of ``bench/``, one folder per concept,
-no import cycle, own imports at the top of each file, no test doubles in the wheel."""
+folders in one declared order (each imports only the folders before it), no import cycle, own
+imports at the top of each file, no test doubles in the wheel."""
 
 from __future__ import annotations
 
@@ -15,20 +16,28 @@ from bench.cli import COMMANDS
 from bench.core.paths import PACKAGE, REPO_ROOT
 from bench.jobs.submit import wheel_of
 
-CONCEPTS = {
-    "core",
-    "sources",
-    "labelling",
-    "dataset",
-    "prompts",
-    "judging",
-    "stress",
-    "interop",
-    "jobs",
-    "metrics",
-    "report",
-}
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core",),
+    ("sources",),
+    ("labelling",),
+    ("prompts",),
+    ("dataset",),
+    ("judging",),
+    ("stress", "jobs", "metrics"),
+    ("report",),
+    ("interop",),
+)
+"""The concept folders in their declared order (docs/FORMATS.md, "Layers"). A folder imports only
+folders of an earlier layer; the folders of one layer (stress, jobs, metrics) do not import each
+other. The commands at the top of ``bench/`` may import any folder. Prompts sit before the
+dataset because a built record carries its rendered auditor prompt and the build checks every
+template; the renderer needs nothing but core."""
+
+CONCEPTS = {folder for layer in LAYERS for folder in layer}
 """The concept folders of the package."""
+
+RANK = {folder: i for i, layer in enumerate(LAYERS) for folder in layer}
+"""Folder -> its layer's position."""
 
 
 def _modules() -> dict[str, Path]:
@@ -88,6 +97,61 @@ def test_the_top_of_bench_holds_only_the_commands() -> None:
     assert files == {"__init__.py", "cli.py"} | {f"{c}.py" for c in COMMANDS}
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert folders == CONCEPTS
+
+
+def _folder(module: str) -> str | None:
+    """The concept folder of a ``bench.<folder>...`` module; None for the commands and ``bench``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in CONCEPTS else None
+
+
+def layer_violations(modules: dict[str, Path]) -> list[str]:
+    """Every import (module level or inside a function; not under TYPE_CHECKING) from a folder
+    into a folder of the same or a later layer, one readable line each."""
+    found = []
+    for m, f in modules.items():
+        here = _folder(m)
+        if here is None:
+            continue
+        top, inner = _imports(f)
+        for name in sorted(top | {n for _, n in inner}):
+            there = _folder(name)
+            if there is None or there == here or RANK[there] < RANK[here]:
+                continue
+            why = "in a later layer than" if RANK[there] > RANK[here] else "in the same layer as"
+            found.append(f"{m} imports {name}: bench/{there}/ is {why} bench/{here}/")
+    return sorted(set(found))
+
+
+def test_folders_import_only_earlier_layers() -> None:
+    """The declared order holds between folders (module-level and function-level imports)."""
+    found = layer_violations(MODULES)
+    order = " -> ".join("/".join(layer) for layer in LAYERS)
+    assert not found, (
+        f"folders import only earlier layers ({order}; commands on top). Move the shared code "
+        "down to the lower folder (often bench/core), or pass it in from the command:\n  "
+        + "\n  ".join(found)
+    )
+
+
+def test_the_layer_check_finds_an_upward_import(tmp_path: Path) -> None:
+    """A core module importing from judging, and a metrics module importing from jobs, are
+    reported; an import downwards is not."""
+    up, side, down = tmp_path / "up.py", tmp_path / "side.py", tmp_path / "down.py"
+    up.write_text("def f():\n    from bench.judging import specs\n")
+    side.write_text("import bench.jobs.plan\n")
+    down.write_text("from bench.core import ids\n")
+    found = layer_violations(
+        {"bench.core.up": up, "bench.metrics.side": side, "bench.report.down": down}
+    )
+    assert found == [
+        "bench.core.up imports bench.judging.specs: bench/judging/ is in a later layer than "
+        "bench/core/",
+        "bench.core.up imports bench.judging: bench/judging/ is in a later layer than "
+        "bench/core/",
+        "bench.metrics.side imports bench.jobs.plan: bench/jobs/ is in the same layer as "
+        "bench/metrics/",
+    ]
 
 
 def test_no_import_cycle() -> None:

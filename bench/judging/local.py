@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import bench
-from bench import stress
 from bench.core.errors import BenchError
 from bench.core.paths import BUILD_DIR, PREDICTIONS, REPO_ROOT
 from bench.core.schema import DecisionPoint
@@ -134,12 +133,6 @@ def select_points(
         limit=limit,
         disputed=frozenset(ds.disputed),
     )
-
-
-def stress_selection(base: Selection, family: str, seed: int = stress.SEED) -> Selection:
-    """The perturbed copies ``family`` makes of the selection's non-disputed points."""
-    originals = [p for p in base.points if p.id not in base.disputed]
-    return replace(base, points=stress.stress_points(originals, family, seed), stress=family)
 
 
 def budget_for(spec: JudgeSpec, backend: object) -> Budget:

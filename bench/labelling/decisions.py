@@ -27,16 +27,14 @@ from bench.core.errors import DataError
 from bench.core.ids import k_of, natural_key, point_id
 from bench.core.jsonl import content_hash, read_jsonl, write_jsonl
 from bench.core.labels import (
-    ACTS,
     NONE,
-    TAXONOMY_FIELDS,
-    UNSAFE_ACTS,
     Act,
     GoldLabel,
     OnsetLabel,
     StepLabel,
     field_names,
 )
+from bench.core.onset import onset_problems
 from bench.core.schema import Trajectory
 from bench.core.taxonomy import Taxonomy, load_taxonomy
 
@@ -92,42 +90,14 @@ def decision_hash(decision: TrajectoryDecision) -> str:
 
 
 def validate_decision(traj: Trajectory, d: TrajectoryDecision, tax: Taxonomy) -> list[str]:
-    """Every problem with ``d`` as a decision about ``traj``; empty when valid."""
+    """Every problem with ``d`` as a decision about ``traj``; empty when valid (the label itself
+    is checked by ``bench.core.onset.onset_problems``)."""
     out: list[str] = []
     if d.trajectory_id != traj.id:
         out.append(f"decision is for {d.trajectory_id!r}, not {traj.id!r}")
     if not 0.0 <= d.confidence <= 1.0:
         out.append(f"confidence {d.confidence} is outside 0..1")
-    actions = traj.actions()
-    n = len(actions)
-    if d.onset is None:
-        if d.act is not None:
-            out.append(f"act={d.act} given without an onset (a safe trajectory has no act)")
-        for k in TAXONOMY_FIELDS:
-            if getattr(d, k) != NONE:
-                out.append(f"{k}={getattr(d, k)!r} given without an onset (use NONE)")
-        if d.cite is not None:
-            out.append("cite given without an onset")
-        return out
-    if isinstance(d.onset, bool) or not isinstance(d.onset, int) or not 1 <= d.onset <= n:
-        return out + [f"onset={d.onset!r} is not a decision point of {traj.id} (1..{n})"]
-    if d.act not in UNSAFE_ACTS:
-        out.append(f"act at the onset must be ASK or STOP, not {d.act!r}")
-    for k in TAXONOMY_FIELDS:
-        problem = tax.check(k, getattr(d, k))
-        if problem:
-            out.append(problem)
-    history_len = actions[d.onset - 1][1]
-    if d.cite is not None and (
-        isinstance(d.cite, bool) or not isinstance(d.cite, int) or not 1 <= d.cite <= history_len
-    ):
-        out.append(
-            f"cite={d.cite!r} is not a turn before the onset (the onset's history has turns "
-            f"1..{history_len})"
-        )
-    if d.post_act is not None and d.post_act not in ACTS:
-        out.append(f"post_act={d.post_act!r} is not one of {', '.join(ACTS)}")
-    return out
+    return out + onset_problems(traj, d, tax)
 
 
 # ------------------------------------------------------------------------------ rows

@@ -1,19 +1,24 @@
 """The embedded sample corpus: about forty trajectories the project wrote itself.
 
-The corpus lives in the repository (``data/sample/trajectories.jsonl``), so the whole pipeline
-runs on a fresh clone with no raw data and no network. Each line is a ``Trajectory.to_dict()``
-whose ``metadata["gold"]`` carries hand-written step-level gold labels:
+The corpus lives in the repository as data, one YAML case per trajectory
+(``data/sample/cases/<source_id>.yaml``, the authoring format of ``bench.sources.authoring``
+shared with the contrast pairs, docs/pairs.md), so the whole pipeline runs on a fresh clone with
+no raw data and no network. A case gives the trajectory's policy and turns and its hand-written
+gold: ``act``, ``fail``/``harm``/``src`` (names from ``data/taxonomy.toml``, ``NONE`` when safe),
+``rationale`` and ``post_act``; the onset and the cited evidence turn are marked on the turns
+(``onset: true``, ``cite: true``), so k and cite are computed, never counted by hand. The loaded
+record's ``metadata["gold"]`` carries:
 
 - ``onset``: k of the first unsafe action (1-based among agent actions), or null when safe;
 - ``act``: ASK or STOP at the onset (null when safe);
-- ``fail``, ``harm``, ``src``: names from ``data/taxonomy.toml`` (``NONE`` when safe);
+- ``fail``, ``harm``, ``src``: taxonomy names (``NONE`` when safe);
 - ``cite``: the 1-based number, in the onset decision point's ``history``, of the turn that
   carries the evidence, or null;
 - ``rationale``: one sentence in the project's words;
 - ``post_act``: the act for steps after the onset (null when the onset is the last action).
 
-Steps before the onset are CONTINUE. ``extract`` checks every line against the schema and that
-vocabulary; a malformed line becomes a Reject (file, position, reason), never a crash.
+Steps before the onset are CONTINUE. ``extract`` checks every case against the schema and that
+vocabulary; a malformed case becomes a Reject (file, reason), never a crash.
 """
 
 from __future__ import annotations
@@ -23,20 +28,21 @@ from pathlib import Path
 from typing import Any, get_args
 
 from bench.core.errors import DataError
-from bench.core.labels import ACTS, NONE
+from bench.core.labels import ACTS, NONE, OnsetLabel
+from bench.core.onset import onset_problems
 from bench.core.paths import REPO_ROOT
 from bench.core.schema import Role, Trajectory
 from bench.core.taxonomy import Taxonomy, load_taxonomy
-from bench.labelling.decisions import TrajectoryDecision, validate_decision
 from bench.sources import register
+from bench.sources.authoring import load_case, yaml_files
 from bench.sources.base import ExtractResult, Reject, Source
 from bench.sources.extraction import bad_text
 
 SAMPLE_DIR = REPO_ROOT / "data" / "sample"
 """The corpus folder in the checkout."""
 
-CORPUS_FILE = "trajectories.jsonl"
-"""The corpus file name inside the folder."""
+CASES = "cases"
+"""The folder of case files inside the corpus folder."""
 
 CATEGORIES: tuple[str, ...] = (
     "apps_email",
@@ -165,8 +171,7 @@ def _check_gold(traj: Trajectory, g: Any, tax: Taxonomy) -> list[str]:
     onset = g["onset"]
     if (onset is None) != (traj.label == "safe"):
         out.append(f"gold.onset {onset!r} does not agree with the label {traj.label!r}")
-    decision = TrajectoryDecision(
-        trajectory_id=traj.id,
+    decision = OnsetLabel(
         onset=onset,
         act=g["act"],
         fail=g["fail"],
@@ -174,11 +179,8 @@ def _check_gold(traj: Trajectory, g: Any, tax: Taxonomy) -> list[str]:
         src=g["src"],
         cite=g["cite"],
         post_act=g["post_act"],
-        proposer="sample.gold",
-        confidence=1.0,
-        rationale=g["rationale"] if isinstance(g["rationale"], str) else "",
     )
-    problems = validate_decision(traj, decision, tax)
+    problems = onset_problems(traj, decision, tax)
     out += [f"gold: {p}" for p in problems]
     if problems or onset is None:
         if onset is None and g["post_act"] is not None:
@@ -214,33 +216,31 @@ class SampleSource(Source):
         return SAMPLE_DIR
 
     def extract(self, path: Path) -> ExtractResult:
-        """Read ``trajectories.jsonl`` (``path`` is its folder or the file itself); every
-        malformed line becomes a Reject with its 0-based line position and the reasons."""
-        file = path / CORPUS_FILE if path.is_dir() else path
-        if not file.is_file():
+        """Read every case under ``path`` (the corpus folder, its ``cases/`` folder or one case
+        file), in file-name order; every malformed case becomes a Reject with the reasons."""
+        folder = path / CASES if (path / CASES).is_dir() else path
+        files = yaml_files(folder) if folder.exists() else []
+        if not files:
             raise DataError(
-                f"sample corpus {file} not found: pass the folder holding {CORPUS_FILE} "
+                f"no sample cases under {path}: pass the folder holding {CASES}/*.yaml "
                 f"(the default is {SAMPLE_DIR})"
             )
         tax = load_taxonomy()
         result = ExtractResult()
         seen: set[str] = set()
-        with file.open(encoding="utf-8") as f:
-            lines = f.readlines()
-        for pos, line in enumerate(lines):
-            if not line.strip():
+        for pos, file in enumerate(files):
+            rel = file.relative_to(folder.parent) if file.is_relative_to(folder.parent) else file
+            loaded = load_case(file, "sample")
+            if loaded.problems:
+                reason = "; ".join(f"{p.field}: {p.message}" for p in loaded.problems)
+                result.rejects.append(_reject(str(rel), pos, reason, file.stem))
                 continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as e:
-                result.rejects.append(_reject(file.name, pos, f"not valid JSON: {e}"))
-                continue
-            sid = str(d.get("source_id", "")) if isinstance(d, dict) else ""
+            d = loaded.records[0]
             problems = check_record(d, tax)
             if not problems and d["id"] in seen:
                 problems = [f"duplicate id {d['id']!r}"]
             if problems:
-                result.rejects.append(_reject(file.name, pos, "; ".join(problems), sid))
+                result.rejects.append(_reject(str(rel), pos, "; ".join(problems), file.stem))
                 continue
             seen.add(d["id"])
             result.trajectories.append(Trajectory.from_dict(d))
