@@ -31,8 +31,6 @@ BROWSE_LIMIT = 2000
 """Most decision points offered in Browse's dropdown at once (filters narrow the list)."""
 DISAGREE_LIMIT = 500
 """Most disagreeing decision points listed in Compare."""
-_RISK_FROM_ACT = ("auroc", "ece", "brier")
-"""Metrics marked † when a judge's risk score was derived from its act on some steps."""
 FITTED = "‡"
 """Marks a judge fitted on this benchmark's dev split."""
 GROUP_KINDS = (("subset", "by_subset"), ("level", "by_level"))
@@ -150,18 +148,6 @@ def _judge_cells(e: Mapping[str, Any], rank_col: str, metric: str) -> dict[str, 
         "Backend": e.get("backend") or "unknown",
         "Open": open_label(e.get("open_weights")),
     }
-
-
-def fmt_margin(m: Mapping[str, Any] | None) -> str:
-    """'+0.050 [+0.010, +0.090] above' for a margin over the shortcuts; '–' without one."""
-    if not m or m.get("value") is None:
-        return DASH
-    lo, hi = m["ci"]
-
-    def sg(x: float | None) -> str:
-        return DASH if x is None else f"{x:+.3f}"
-
-    return f"{sg(m['value'])} [{sg(lo)}, {sg(hi)}] {m.get('verdict') or ''}".rstrip()
 
 
 def fmt_interval(m: Mapping[str, Any] | None) -> str:
@@ -902,12 +888,6 @@ def verdict_table(res: Results, did: str) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- permalinks
-
-TABS = (
-    "leaderboard", "trajectories", "validity", "robustness", "lite", "plots", "compare",
-    "browse", "submit", "about",
-)  # fmt: skip
-"""Tab ids a permalink's ``?tab=`` may name."""
 
 
 def permalink_updates(res: Results, params: Mapping[str, str]) -> list[Any]:

@@ -23,7 +23,7 @@ and reliability curves), latency and cost; ``bench.metrics.inputs``, ``bench.met
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,9 +161,3 @@ def cost_per_thousand(
         return float("nan")
     per = tin[keep].mean() * price_input_per_mtok + tout[keep].mean() * price_output_per_mtok
     return float(per / 1e6 * 1000)
-
-
-def group_masks(labels: Iterable[str]) -> dict[str, np.ndarray]:
-    """label -> boolean mask, labels sorted, for per-source and per-category breakdowns."""
-    arr = np.asarray(list(labels), dtype=object).astype(str)
-    return {v: arr == v for v in sorted(set(arr.tolist()))}

@@ -1,8 +1,9 @@
-"""Rendering of the leaderboard report: markdown, CSV and HTML tables, and the --check comparison.
+"""Rendering of the leaderboard report: markdown, CSV and HTML tables.
 
 Every function reads only the report dict of ``bench.report.report.build_report``; the
 markdown and HTML share the table list of ``tables``. ``render_all`` writes every output (plots
-through ``bench.report.plots``) and ``compare`` says which committed outputs are stale.
+through ``bench.report.plots``); the --check comparison of committed outputs is
+``bench.report.check.compare``.
 """
 
 from __future__ import annotations
