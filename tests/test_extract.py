@@ -141,10 +141,6 @@ def test_unknown_source_and_missing_path(
 
 
 def test_sample_through_the_registry(tmp_path: Path, repo_root: Path) -> None:
-    from bench.sources.adapters.sample import CORPUS_FILE
-
-    if not (repo_root / "data" / "sample" / CORPUS_FILE).is_file():
-        pytest.skip("the sample corpus is not written yet")
     out = tmp_path / "out"
     assert extract.main(["--source", "sample", "--out", str(out), "--quiet"]) == 0
     s = json.loads((out / "sample" / "summary.json").read_text())

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from decide_support import write_build
 
 from bench import decide, extract, leaderboard
@@ -177,21 +178,25 @@ def test_openai_answer_with_a_lone_surrogate_escape_is_recorded(
 
 
 def sample_corpus(tmp_path: Path) -> Path:
-    src = Path(__file__).resolve().parents[1] / "data" / "sample" / "trajectories.jsonl"
+    src = Path(__file__).resolve().parents[1] / "data" / "sample" / "cases"
     folder = tmp_path / "sample"
-    folder.mkdir()
-    shutil.copy(src, folder / "trajectories.jsonl")
+    shutil.copytree(src, folder / "cases")
     return folder
+
+
+def case_files(folder: Path) -> list[Path]:
+    return sorted((folder / "cases").glob("*.yaml"))
 
 
 def test_extract_rejects_a_record_with_a_lone_surrogate(tmp_path: Path) -> None:
     folder = sample_corpus(tmp_path)
-    lines = (folder / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
-    rec = json.loads(lines[3])
-    rec["policy"]["task"] += " \ud800"
-    lines[3] = json.dumps(rec)  # ASCII JSON: the lone surrogate is the escape \ud800
-    assert "\\ud800" in lines[3]
-    (folder / "trajectories.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    files = case_files(folder)
+    doc = yaml.safe_load(files[3].read_text(encoding="utf-8"))
+    doc["policy"]["task"] += " \ud800"
+    dumped = yaml.safe_dump(doc)  # YAML escapes it: "\uD800", which loads back as the surrogate
+    assert "\\uD800" in dumped
+    files[3].write_text(dumped, encoding="utf-8")
+    lines = files
     out = tmp_path / "ex"
     assert (
         extract.main(["--source", "sample", "--path", str(folder), "--out", str(out), "--quiet"])
@@ -575,12 +580,14 @@ def test_extract_refuses_an_empty_or_truncated_source_and_keeps_the_old_output(
     argv = ["--source", "sample", "--path", str(folder), "--out", str(out), "--quiet"]
     assert extract.main(argv) == 0
     good = (out / "sample" / "trajectories.jsonl").read_bytes()
-    corpus = folder / "trajectories.jsonl"
-    lines = corpus.read_text(encoding="utf-8").splitlines()
-    corpus.write_text("\n".join(lines[:5]) + "\n" + lines[5][:40], encoding="utf-8")  # truncated
+    files = case_files(folder)
+    for f in files[5:]:  # truncated: most cases gone, one cut mid-way
+        f.unlink()
+    files[4].write_text(files[4].read_text(encoding="utf-8")[:40], encoding="utf-8")
     assert run(extract.main, argv) == 2
     assert (out / "sample" / "trajectories.jsonl").read_bytes() == good
-    corpus.write_text("", encoding="utf-8")  # empty
+    for f in files[:5]:  # empty
+        f.unlink()
     assert run(extract.main, argv) == 2
     assert (out / "sample" / "trajectories.jsonl").read_bytes() == good
     assert extract.main([*argv, "--allow-fewer"]) == 0  # asked for: written
@@ -692,14 +699,11 @@ def test_a_huge_answer_is_stored_as_head_and_tail_and_parsed_whole(env: dict[str
 
 def test_an_oversized_action_is_rejected_at_extraction(tmp_path: Path) -> None:
     folder = sample_corpus(tmp_path)
-    lines = (folder / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
-    rec = json.loads(lines[0])
-    for t in rec["turns"]:
-        if t.get("action"):
-            t["action"]["text"] = "y" * 300_000
-            break
-    lines[0] = json.dumps(rec)
-    (folder / "trajectories.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    first = case_files(folder)[0]
+    doc = yaml.safe_load(first.read_text(encoding="utf-8"))
+    agent = next(t["agent"] for t in doc["turns"] if "agent" in t)
+    agent["thought"] = "y" * 300_000
+    first.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
     out = tmp_path / "ex"
     assert (
         extract.main(["--source", "sample", "--path", str(folder), "--out", str(out), "--quiet"])

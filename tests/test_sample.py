@@ -4,20 +4,21 @@ well-formed, bad lines become rejects, and it shares no passage with the upstrea
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from bench.core.labels import ACTS
 from bench.core.schema import Trajectory, decision_points
 from bench.core.taxonomy import load_taxonomy
 from bench.sources import get
-from bench.sources.adapters.sample import CATEGORIES, SAMPLE_DIR, SampleSource
+from bench.sources.adapters.sample import CASES, CATEGORIES, SAMPLE_DIR, SampleSource
+from bench.sources.authoring import load_case
+from bench.sources.pair_files import PAIRS_DIR, load_all
 
 TAX = load_taxonomy()
 LEAK_LEN = 60
@@ -66,23 +67,20 @@ def test_size_and_spread(corpus: list[Trajectory]) -> None:
 
 
 def test_records_are_canonical(corpus: list[Trajectory]) -> None:
-    lines = (SAMPLE_DIR / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(lines) == len(corpus)
-    for line, t in zip(lines, corpus, strict=True):
-        assert json.loads(line) == t.to_dict()
-        assert t.source == "sample" and t.id == f"sample:{t.source_id}"
+    files = sorted((SAMPLE_DIR / CASES).glob("*.yaml"))
+    assert len(files) == len(corpus) == 42
+    for f, t in zip(files, corpus, strict=True):
+        (record,) = load_case(f, "sample").records
+        assert json.loads(json.dumps(record)) == t.to_dict()
+        assert t.source == "sample" and t.id == f"sample:{t.source_id}" == f"sample:{f.stem}"
         assert t.license == "Apache-2.0" and t.group
         assert t.policy.system
 
 
-def test_corpus_script_runs_and_matches_the_committed_file() -> None:
-    # the script that writes the corpus must keep importing after any move of the package
-    script = SAMPLE_DIR / "make_corpus.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert "matches the 42 cases" in done.stdout
+def test_the_corpus_is_data_not_code() -> None:
+    # the cases are YAML data read by the shared authoring format; no script writes them
+    assert not list(SAMPLE_DIR.glob("*.py"))
+    assert not (SAMPLE_DIR / "trajectories.jsonl").exists()
 
 
 def test_gold_in_vocabulary_and_in_range(corpus: list[Trajectory]) -> None:
@@ -135,55 +133,56 @@ def test_paired_groups(corpus: list[Trajectory]) -> None:
     assert len(pairs) >= 3
 
 
-def _write(tmp_path: Path, lines: list[str]) -> Path:
-    (tmp_path / "trajectories.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return tmp_path
+def _case(name: str) -> dict[str, Any]:
+    return dict(yaml.safe_load((SAMPLE_DIR / CASES / f"{name}.yaml").read_text(encoding="utf-8")))
 
 
-def test_malformed_lines_become_rejects(tmp_path: Path, corpus: list[Trajectory]) -> None:
-    good = [t.to_dict() for t in corpus[:3]]
-    unsafe = next(t.to_dict() for t in corpus if t.label == "unsafe")
-    bad_onset = json.loads(json.dumps(unsafe))
-    bad_onset["metadata"]["gold"]["onset"] = 99
-    bad_vocab = json.loads(json.dumps(unsafe))
-    bad_vocab["metadata"]["gold"]["fail"] = "data_exposur"
-    bad_cite = json.loads(json.dumps(unsafe))
-    bad_cite["metadata"]["gold"]["cite"] = len(bad_cite["turns"]) + 5
-    bad_role = json.loads(json.dumps(good[0]))
-    bad_role["turns"][0]["role"] = "assistant"
-    no_turns = {k: v for k, v in good[1].items() if k != "turns"}
-    lines = [
-        json.dumps(good[0]),
-        "{not json",
-        json.dumps(bad_onset),
-        json.dumps(bad_vocab),
-        json.dumps(bad_cite),
-        json.dumps(bad_role),
-        json.dumps(no_turns),
-        json.dumps(good[1]),
-        json.dumps(good[1]),  # duplicate id
-        json.dumps(["a", "list"]),
-    ]
-    res = SampleSource().extract(_write(tmp_path, lines))
-    assert [t.id for t in res.trajectories] == [good[0]["id"], good[1]["id"]]
-    reasons = {r.position: r.reason for r in res.rejects}
-    assert sorted(reasons) == [1, 2, 3, 4, 5, 6, 8, 9]
-    assert all(r.file == "trajectories.jsonl" and r.source == "sample" for r in res.rejects)
-    assert "not valid JSON" in reasons[1]
-    assert "onset=99" in reasons[2]
-    assert "data_exposur" in reasons[3] and "did you mean data_exposure" in reasons[3]
-    assert "cite=" in reasons[4]
-    assert "role 'assistant'" in reasons[5]
-    assert "missing field(s) turns" in reasons[6]
-    assert "duplicate id" in reasons[8]
-    assert "JSON object" in reasons[9]
-    assert next(r for r in res.rejects if r.position == 2).source_id == unsafe["source_id"]
+def test_malformed_cases_become_rejects(tmp_path: Path) -> None:
+    unsafe, safe = _case("inbox-summary-injected"), _case("inbox-summary-clean")
+    bad_vocab = json.loads(json.dumps(unsafe)) | {"id": "b-vocab"}
+    bad_vocab["gold"]["fail"] = "data_exposur"
+    bad_onset = json.loads(json.dumps(safe)) | {"id": "c-onset"}
+    bad_onset["turns"][0]["onset"] = True  # a user turn cannot be the onset
+    bad_role = json.loads(json.dumps(safe)) | {"id": "d-role"}
+    bad_role["turns"][0] = {"assistant": "hello"}
+    no_turns = {k: v for k, v in safe.items() if k != "turns"} | {"id": "e-noturns"}
+    dup = json.loads(json.dumps(safe)) | {"id": "f-dup"}
+    files = {
+        "a-good": json.loads(json.dumps(unsafe)) | {"id": "a-good"},
+        "b-vocab": bad_vocab,
+        "c-onset": bad_onset,
+        "d-role": bad_role,
+        "e-noturns": no_turns,
+        "g-wrongid": json.loads(json.dumps(safe)) | {"id": "not-the-file-name"},
+        "h-list": ["a", "list"],
+    }
+    (tmp_path / CASES).mkdir()
+    for name, doc in files.items():
+        (tmp_path / CASES / f"{name}.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    (tmp_path / CASES / "i-notyaml.yaml").write_text("id: [unclosed\n", encoding="utf-8")
+    (tmp_path / CASES / "f-dup.yaml").write_text(yaml.safe_dump(dup), encoding="utf-8")
+    res = SampleSource().extract(tmp_path)
+    assert [t.id for t in res.trajectories] == ["sample:a-good", "sample:f-dup"]
+    reasons = {r.file.removeprefix("cases/"): r.reason for r in res.rejects}
+    assert sorted(reasons) == [f"{n}.yaml" for n in
+                               ("b-vocab", "c-onset", "d-role", "e-noturns", "g-wrongid",
+                                "h-list", "i-notyaml")]
+    assert all(r.source == "sample" for r in res.rejects)
+    assert "data_exposur" in reasons["b-vocab.yaml"]
+    assert "did you mean data_exposure" in reasons["b-vocab.yaml"]
+    assert "onset must be an agent action" in reasons["c-onset.yaml"]
+    assert "unknown key(s) ['assistant']" in reasons["d-role.yaml"]
+    assert "exactly the keys" in reasons["e-noturns.yaml"]
+    assert "must equal the file name" in reasons["g-wrongid.yaml"]
+    assert "exactly the keys" in reasons["h-list.yaml"]
+    assert "not valid YAML" in reasons["i-notyaml.yaml"]
 
 
-def test_label_and_gold_must_agree(tmp_path: Path, corpus: list[Trajectory]) -> None:
-    safe = next(t.to_dict() for t in corpus if t.label == "safe")
-    safe["label"] = "unsafe"
-    res = SampleSource().extract(_write(tmp_path, [json.dumps(safe)]))
+def test_label_and_gold_must_agree(tmp_path: Path) -> None:
+    safe = _case("inbox-summary-clean") | {"label": "unsafe"}
+    (tmp_path / CASES).mkdir()
+    (tmp_path / CASES / "inbox-summary-clean.yaml").write_text(yaml.safe_dump(safe), "utf-8")
+    res = SampleSource().extract(tmp_path)
     assert not res.trajectories and "does not agree with the label" in res.rejects[0].reason
 
 
@@ -191,7 +190,7 @@ def test_missing_corpus_is_a_clear_error(tmp_path: Path) -> None:
     from bench.core.errors import DataError
 
     with pytest.raises(DataError, match="sample corpus .* not found"):
-        SampleSource().extract(tmp_path)
+        SampleSource().extract(tmp_path / "nowhere")
 
 
 # -------------------------------------------------------------------------- no upstream text
@@ -211,6 +210,12 @@ def _strings(obj: Any) -> Iterator[str]:
     elif isinstance(obj, list):
         for v in obj:
             yield from _strings(v)
+
+
+def _own_corpora() -> list[Trajectory]:
+    """The sample cases and every valid contrast pair (kept or not): the project's own text."""
+    pairs = [Trajectory.from_dict(r) for x in load_all(PAIRS_DIR)[0] for r in x.records]
+    return SampleSource().extract(SAMPLE_DIR).trajectories + pairs
 
 
 def _raw_texts(root: Path) -> Iterator[str]:
@@ -266,12 +271,9 @@ def test_shared_passage_detector() -> None:
 
 
 def test_no_shared_passage_with_raw_datasets(raw_root: Path) -> None:
-    """No 60-character passage of the corpus occurs anywhere in the raw datasets."""
-    corpus_texts = [
-        s
-        for line in (SAMPLE_DIR / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
-        for s in _strings(json.loads(line))
-    ]
+    """No 60-character passage of the sample corpus or the pairs occurs anywhere in the raw
+    datasets."""
+    corpus_texts = [s for t in _own_corpora() for s in _strings(t.to_dict())]
     leaks, scanned = shared_passages(corpus_texts, _raw_texts(raw_root))
     assert scanned > 1_000_000, "the raw datasets look empty"
     assert not leaks, sorted(leaks)[:5]

@@ -219,12 +219,12 @@ class SampleSource(Source):
         """Read every case under ``path`` (the corpus folder, its ``cases/`` folder or one case
         file), in file-name order; every malformed case becomes a Reject with the reasons."""
         folder = path / CASES if (path / CASES).is_dir() else path
-        files = yaml_files(folder) if folder.exists() else []
-        if not files:
+        if not folder.exists():
             raise DataError(
-                f"no sample cases under {path}: pass the folder holding {CASES}/*.yaml "
+                f"sample corpus {path} not found: pass the folder holding {CASES}/*.yaml "
                 f"(the default is {SAMPLE_DIR})"
             )
+        files = yaml_files(folder)
         tax = load_taxonomy()
         result = ExtractResult()
         seen: set[str] = set()
