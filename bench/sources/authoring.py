@@ -74,7 +74,7 @@ LICENSE = "Apache-2.0"
 
 _ROLE_KEYS = {"user": "user", "env": "environment", "agent": "agent"}
 _MARKERS = {"judged", "clue", "side", "onset", "cite"}
-_AGENT_KEYS = {"thought", "tool", "args", "obs", "reply", "text"}
+_AGENT_KEYS = {"thought", "tool", "args", "obs", "reply"}
 _PAIR_KEYS = {"id", "family", "domain", "clue_kind", "polarity", "author", "policy", "A", "B"}
 _PAIR_OPTIONAL = {"turns", "clue", "notes"}
 _SIDE_A_KEYS = {"act", "fail", "harm", "src", "post_act", "rationale"}
@@ -262,7 +262,7 @@ def _check_agent(body: Any, where: str, issues: _Issues, pair: bool, side: Any) 
         elif not isinstance(b["reply"], str) or not b["reply"].strip():
             issues.add(f"{where}.reply", "a reply needs non-empty text")
             return False
-        for k in ("thought", "obs", "text"):
+        for k in ("thought", "obs"):
             if b.get(k) is not None and not isinstance(b[k], str):
                 issues.add(f"{where}.{k}", "must be a string (quote it) or be left out")
                 return False
@@ -283,7 +283,7 @@ def _turn_record(raw: Mapping[str, Any], side: Side | None) -> dict[str, Any]:
     if "tool" in body:
         args = dict(body["args"])
         action = {
-            "text": body.get("text") or action_text(body["tool"], args),
+            "text": action_text(body["tool"], args),
             "tool": body["tool"],
             "arguments": args,
         }
@@ -470,7 +470,7 @@ def _pair_shape(doc: Mapping[str, Any], raw_turns: list[Any], issues: _Issues) -
         issues.add(f"turns[{j}]", "the judged turn must be an agent action")
         return None
     differing = [
-        k for k in ("thought", "tool", "args", "reply", "text") if _has_variant(jt["agent"].get(k))
+        k for k in ("thought", "tool", "args", "reply") if _has_variant(jt["agent"].get(k))
     ]
     if differing:
         issues.add(
