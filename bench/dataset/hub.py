@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.core.errors import BenchError
+from bench.sources.licence import may_redistribute
 
 log = logging.getLogger(__name__)
-
-NOT_REDISTRIBUTABLE = frozenset({"none", "", "unknown", "proprietary"})
-"""Licence ids that forbid redistribution."""
 
 
 class PublishError(BenchError):
@@ -42,9 +40,7 @@ class PushResult:
 
 def forbidden_configs(licenses: Mapping[str, str]) -> list[str]:
     """Config names whose licence forbids redistribution."""
-    return sorted(
-        name for name, lic in licenses.items() if lic.strip().lower() in NOT_REDISTRIBUTABLE
-    )
+    return sorted(name for name, lic in licenses.items() if not may_redistribute(lic))
 
 
 def check_publishable(licenses: Mapping[str, str], private: bool) -> None:

@@ -40,12 +40,10 @@ from bench.core.taxonomy import load_taxonomy
 from bench.core.verdict import checked
 from bench.dataset import reader
 from bench.prompts import parsers
-from bench.prompts.renderer import DEFAULT_BUDGET, TEMPLATES, render
+from bench.prompts.renderer import DEFAULT_BUDGET, TEMPLATE_PARSERS, TEMPLATES, render
+from bench.sources.licence import local_only
 
 log = logging.getLogger(__name__)
-
-PARSER_OF = {"auditor": "boxed", "json": "json", "rjudge": "rjudge", "llamaguard": "llamaguard"}
-"""The parser that reads each template's answer."""
 
 SPLITS = ("lite", "test", "dev")
 """What ``split`` may be."""
@@ -55,9 +53,6 @@ _ROLES: dict[str, Any] = {
     "user": ChatMessageUser,
     "assistant": ChatMessageAssistant,
 }
-
-RESTRICTED = {"rjudge": "r-judge"}
-"""Sources whose text may not leave this machine -> their raw-data folder."""
 
 
 def _raw_here(folder: str) -> bool:
@@ -80,11 +75,12 @@ def samples(
         raise BenchError(f"split {split!r}: use one of {', '.join(SPLITS)}")
     if template not in TEMPLATES:
         raise BenchError(f"template {template!r}: use one of {', '.join(TEMPLATES)}")
-    refused = {s for s, folder in RESTRICTED.items() if not _raw_here(folder)}
+    local = local_only()
+    refused = {s for s, folder in local.items() if not _raw_here(folder)}
     if source in refused:
         raise BenchError(
             f"{source} may only be evaluated where its raw data is: set FORESIGHT_DATA to the "
-            f"folder that holds {RESTRICTED[source]}/"
+            f"folder that holds {local[source]}/"
         )
     ds = reader.load(version, source=source, build_dir=build_dir or BUILD_DIR)
     if split == "lite":
@@ -115,7 +111,7 @@ def samples(
                     "source": p.source,
                     "split": split,
                     "template": template,
-                    "parser": PARSER_OF[template],
+                    "parser": TEMPLATE_PARSERS[template],
                     "n_visible": len(p.history),
                 },
             )
@@ -167,12 +163,12 @@ def foresight(
     return Task(
         dataset=MemoryDataset(items, name=f"foresight-{v}-{split}"),
         solver=generate(),
-        scorer=verdict_scorer(PARSER_OF[template]),
+        scorer=verdict_scorer(TEMPLATE_PARSERS[template]),
         metadata={
             "dataset_version": v,
             "split": split,
             "template": template,
-            "parser": PARSER_OF[template],
+            "parser": TEMPLATE_PARSERS[template],
             "source": source,
             "package_version": bench.__version__,
         },

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from bench.core.errors import BenchError, ConfigError
 from bench.core.jsonl import content_hash
 from bench.judging.protocol import JudgeSpec
+from bench.sources.licence import forbidden
 
 BENCHMARK = "foresight-bench"
 """Value of the ``benchmark`` label on every job bench.jobs creates."""
@@ -38,8 +39,6 @@ SKIP_INSTALL_ENV = "FORESIGHT_JOBS_SKIP_INSTALL"
 BACKEND_EXTRAS: Mapping[str, str] = {"transformers": "hf", "embedding": "embed"}
 """pip extra a backend needs inside the job."""
 
-NOT_REDISTRIBUTABLE = frozenset({"none", "", "unknown", "proprietary"})
-"""Licence ids that forbid redistribution (as in bench.dataset.hub)."""
 
 ACTIVE = ("SCHEDULING", "RUNNING")
 """Job stages that are still going."""
@@ -199,16 +198,8 @@ def secret_names(spec: JudgeSpec) -> tuple[str, ...]:
 def refused_configs(configs: Mapping[str, Mapping[str, Any]], needed: Iterable[str]) -> list[str]:
     """Of the configs a run needs, those whose licence forbids redistribution (or that the
     manifest does not describe: unknown means no)."""
-    bad = []
-    for name in sorted(set(needed)):
-        c = configs.get(name)
-        if c is None:
-            bad.append(name)
-            continue
-        lic = str(c.get("license", "")).strip().lower()
-        if c.get("redistributable") is False or lic in NOT_REDISTRIBUTABLE:
-            bad.append(name)
-    return bad
+    unknown = {"redistributable": False}
+    return forbidden({name: configs.get(name) or unknown for name in set(needed)})
 
 
 def refusal_message(judge: str, bad: Sequence[str], configs: Mapping[str, Any]) -> str:

@@ -37,16 +37,18 @@ from bench.core.paths import PROMPT_TEMPLATES
 from bench.core.schema import DecisionPoint, Turn
 from bench.core.taxonomy import Taxonomy, load_taxonomy
 
-TEMPLATES: tuple[str, ...] = ("auditor", "rjudge", "json", "llamaguard")
-"""Prompt families (``prompt`` in judges.toml)."""
-
 TEMPLATE_PARSERS: dict[str, str] = {
     "auditor": "boxed",
     "rjudge": "rjudge",
     "json": "json",
     "llamaguard": "llamaguard",
 }
-"""The parser (bench.prompts.parsers) that reads the answer each template asks for."""
+"""The template registry: each prompt family (``prompt`` in judges.toml, a file
+``templates/<name>.j2``) -> the parser (bench.prompts.parsers) that reads the answer it asks for.
+The one place a template is declared; every other list of templates is read from it."""
+
+TEMPLATES: tuple[str, ...] = tuple(TEMPLATE_PARSERS)
+"""Prompt families, in their declared order."""
 
 SHARED_TEMPLATES: tuple[str, ...] = ("_view",)
 """Template files every prompt includes (their text is part of every template's digest)."""

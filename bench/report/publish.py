@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.dataset.hub import NOT_REDISTRIBUTABLE, PublishError, PushResult
+from bench.dataset.hub import PublishError, PushResult
 from bench.judging import backends, predictions
 from bench.report.tables import OUTPUT_TEXTS
+from bench.sources.licence import may_redistribute
 
 EXTRA_FILES = ("ground_truth.jsonl", "ground_truth.meta.json", "cost_matrix.toml")
 """Inputs published beside the tables (no upstream text in any of them)."""
@@ -45,8 +46,7 @@ def withheld_sources(meta: Mapping[str, Any]) -> frozenset[str]:
     """Sources whose text may not be redistributed, from the ground truth's meta."""
     out = set()
     for name, cfg in (meta.get("configs") or {}).items():
-        lic = str(cfg.get("license", "")).strip().lower()
-        if cfg.get("redistributable") is False or lic in NOT_REDISTRIBUTABLE:
+        if not may_redistribute(cfg.get("license", ""), cfg.get("redistributable")):
             out.add(str(cfg.get("source") or name))
     return frozenset(out)
 

@@ -40,6 +40,11 @@ def upstream_names() -> list[str]:
     return [n for n, cls in _REGISTRY.entries().items() if cls.upstream is not None]
 
 
+def entries() -> dict[str, type[Source]]:
+    """Name -> adapter class for every known adapter, sorted by name."""
+    return _REGISTRY.entries()
+
+
 def get(name: str) -> Source:
     """An instance of the adapter called ``name``; unknown names raise with close matches."""
     return _REGISTRY.get(name)()
