@@ -7,6 +7,12 @@
   verifier reads.
 - ``stats``: coverage per domain, clue kind, distance bucket, polarity, act, harm and failure mode,
   and the verification status (kept, pending, dropped).
+- ``assign --reviewers R1,R2,... --out DIR``: blind verification packets for every pair still
+  pending: ``DIR/<reviewer>/items.md`` (one side per item under an opaque item id, never both sides
+  of a pair, never the reviewer's own pairs), an empty ``answers.jsonl`` to fill with
+  ``{"item", "act", "note"}`` lines, and the maintainer's ``DIR/key.jsonl``.
+- ``collect --key DIR/key.jsonl ANSWERS ...``: turn filled ``answers.jsonl`` files into
+  verification rows (``data/pairs/verification/<reviewer>.jsonl``).
 """
 
 from __future__ import annotations
@@ -24,9 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import DataError
+from bench.core.jsonl import read_jsonl, write_jsonl
+from bench.core.labels import ACTS
 from bench.core.schema import Trajectory, decision_points
 from bench.sources.pair_files import PAIRS_DIR, load_all
-from bench.sources.pair_verification import keep_status, load_verifications
+from bench.sources.pair_verification import (
+    VERIFICATION_DIR,
+    assign,
+    keep_status,
+    load_verifications,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +53,15 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--root", type=Path, default=PAIRS_DIR, help="pairs folder")
     t = sub.add_parser("stats", help="coverage and verification status")
     t.add_argument("--root", type=Path, default=PAIRS_DIR, help="pairs folder")
+    a = sub.add_parser("assign", help="blind verification packets for the pending pairs")
+    a.add_argument("--reviewers", required=True, help="comma-separated reviewer names")
+    a.add_argument("--out", type=Path, required=True, help="packet folder (keep key.jsonl)")
+    a.add_argument("--root", type=Path, default=PAIRS_DIR, help="pairs folder")
+    a.add_argument("--round", type=int, default=1, help="verification round of these answers")
+    c2 = sub.add_parser("collect", help="answers -> data/pairs/verification rows")
+    c2.add_argument("answers", nargs="+", type=Path, help="filled answers.jsonl files")
+    c2.add_argument("--key", type=Path, required=True, help="the key.jsonl that assign wrote")
+    c2.add_argument("--root", type=Path, default=PAIRS_DIR, help="pairs folder")
     return p
 
 
@@ -50,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args.paths or [PAIRS_DIR])
     if args.cmd == "show":
         return _show(args.id, args.side.upper(), args.root)
+    if args.cmd == "assign":
+        return _assign(args.reviewers.split(","), args.out, args.root, args.round)
+    if args.cmd == "collect":
+        return _collect(args.answers, args.key, args.root)
     return _stats(args.root)
 
 
@@ -79,12 +105,13 @@ def _find(pair_id: str, root: Path) -> list[dict[str, Any]]:
     return loaded[0].records
 
 
-def _show(pair_id: str, side: str, root: Path) -> int:
-    rec = next(r for r in _find(pair_id, root) if r["metadata"]["pair"]["side"] == side)
+def side_view(rec: dict[str, Any]) -> str:
+    """One side of a pair as a judge sees it before the judged action runs: the policy, every
+    earlier turn with its result, and the judged action with its thought; no labels, no ids."""
     traj = Trajectory.from_dict(rec)
     k = rec["metadata"]["pair"]["k"]
     dp = next(d for d in decision_points(traj) if d.k == k)
-    out = [f"=== {pair_id} side {side}: judge the action marked >>> (action {k})", "POLICY"]
+    out = [f"Judge the action marked >>> (the agent's action {k}).", "POLICY"]
     out.append(f"  system: {dp.policy.system}")
     if dp.policy.task:
         out.append(f"  task: {dp.policy.task}")
@@ -99,13 +126,88 @@ def _show(pair_id: str, side: str, root: Path) -> int:
         out.append(f"     result: {t.observation}")
     out.append(f">>> AGENT thought: {dp.thought or ''}")
     out.append(f">>> action: {dp.action.text}")
-    sys.stdout.write("\n".join(out) + "\n")
+    return "\n".join(out) + "\n"
+
+
+def _show(pair_id: str, side: str, root: Path) -> int:
+    rec = next(r for r in _find(pair_id, root) if r["metadata"]["pair"]["side"] == side)
+    sys.stdout.write(f"=== {pair_id} side {side}\n" + side_view(rec))
+    return 0
+
+
+def _assign(reviewers: list[str], out: Path, root: Path, round_: int) -> int:
+    loaded, _ = load_all(root)
+    verdicts = load_verifications(root / VERIFICATION_DIR)
+    records = {r["id"]: r for x in loaded for r in x.records}
+    pending = {
+        x.records[0]["metadata"]["pair"]["id"]: x.records[0]["metadata"]["pair"]["author"]
+        for x in loaded
+        if x.records
+        and keep_status(
+            x.records[0]["metadata"]["pair"]["id"],
+            x.records[0]["metadata"]["pair"]["author"],
+            verdicts,
+        ).reason.startswith("pending")
+    }
+    try:
+        items = assign(pending, reviewers, verdicts)
+    except ValueError as e:
+        raise DataError(str(e)) from e
+    out.mkdir(parents=True, exist_ok=True)
+    key = [
+        {"item": a.item, "reviewer": a.reviewer, "trajectory_id": a.trajectory_id, "round": round_}
+        for a in items
+    ]
+    write_jsonl(out / "key.jsonl", key)
+    for who in reviewers:
+        mine = [a for a in items if a.reviewer == who]
+        folder = out / who
+        folder.mkdir(exist_ok=True)
+        text = [f"# Blind verification packet for {who}: {len(mine)} items\n"]
+        for a in mine:
+            text.append(f"\n## item {a.item}\n\n" + side_view(records[a.trajectory_id]))
+        (folder / "items.md").write_text("".join(text), encoding="utf-8")
+        (folder / "answers.jsonl").touch()
+        print(f"{who}: {len(mine)} items -> {folder / 'items.md'}")
+    print(f"{len(pending)} pending pair(s), {len(items)} item(s); key: {out / 'key.jsonl'}")
+    return 0
+
+
+def _collect(answers: list[Path], key_file: Path, root: Path) -> int:
+    key = {r["item"]: r for r in read_jsonl(key_file)}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for f in answers:
+        for n, a in enumerate(read_jsonl(f), 1):
+            entry = key.get(str(a.get("item")))
+            if entry is None:
+                raise DataError(f"{f}:{n}: item {a.get('item')!r} is not in {key_file}")
+            if a.get("act") not in ACTS:
+                raise DataError(f"{f}:{n}: act {a.get('act')!r} must be one of {', '.join(ACTS)}")
+            rows.setdefault(entry["reviewer"], []).append(
+                {
+                    "trajectory_id": entry["trajectory_id"],
+                    "reviewer": entry["reviewer"],
+                    "act": a["act"],
+                    "note": str(a.get("note", "")),
+                    "round": entry["round"],
+                }
+            )
+    folder = root / VERIFICATION_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    for who, rs in sorted(rows.items()):
+        existing = (
+            list(read_jsonl(folder / f"{who}.jsonl")) if (folder / f"{who}.jsonl").exists() else []
+        )
+        done = {(r["trajectory_id"], r["round"]) for r in existing}
+        new = [r for r in rs if (r["trajectory_id"], r["round"]) not in done]
+        write_jsonl(folder / f"{who}.jsonl", [*existing, *new])
+        print(f"{who}: {len(new)} new verification row(s)")
     return 0
 
 
 def _stats(root: Path) -> int:
     loaded, rejects = load_all(root)
-    verdicts = load_verifications(root / "verification")
+    verdicts = load_verifications(root / VERIFICATION_DIR)
     pairs = [x.records for x in loaded if x.records]
     status: Counter[str] = Counter()
     tallies: dict[str, Counter[str]] = {

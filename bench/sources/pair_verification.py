@@ -15,6 +15,7 @@ that pair.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Mapping
@@ -118,3 +119,58 @@ def keep_status(
                 f"{len({r.reviewer for r in mine})} of {MIN_REVIEWERS} blind reviews",
             )
     return KeepStatus(True)
+
+
+# ----------------------------------------------------------------------------- assignment
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One side of one pair given to one blind reviewer, under an opaque item id."""
+
+    item: str
+    """Opaque id the reviewer answers with (reveals neither the pair nor the side)."""
+    reviewer: str
+    """Who reviews it."""
+    trajectory_id: str
+    """``pairs:<id>-a`` or ``-b`` (kept in the maintainer's key, never shown)."""
+
+
+def assign(
+    pairs: Mapping[str, str],
+    reviewers: list[str],
+    verdicts: Mapping[str, list[Verification]],
+    seed: str = "pairs-verification",
+) -> list[Assignment]:
+    """Blind assignments so that every side of every pair in ``pairs`` (pair id -> author)
+    gets ``MIN_REVIEWERS`` reviews in all: nobody reviews a pair they wrote, nobody sees both
+    sides of one pair, answers already given count, and the load is spread evenly (least loaded
+    first, ties broken by a seeded hash). ValueError when there are too few reviewers."""
+    load: dict[str, int] = dict.fromkeys(reviewers, 0)
+    out: list[Assignment] = []
+    for pid in sorted(pairs, key=lambda p: _h(seed, p)):
+        author = pairs[pid]
+        done = [r for r in verdicts.get(pid, []) if r.reviewer != author]
+        seen = {r.reviewer for r in done}
+        for side in ("A", "B"):
+            have = len({r.reviewer for r in done if r.side == side})
+            for _ in range(MIN_REVIEWERS - have):
+                free = [r for r in reviewers if r != author and r not in seen]
+                if not free:
+                    raise ValueError(
+                        f"pair {pid}: not enough reviewers for {MIN_REVIEWERS} blind reviews per "
+                        f"side with nobody seeing both sides; give at least "
+                        f"{2 * MIN_REVIEWERS} reviewers who are not its author ({author})"
+                    )
+                who = min(free, key=lambda r: (load[r], _h(seed, pid, side, r)))
+                load[who] += 1
+                seen.add(who)
+                tid = f"pairs:{pid}-{side.lower()}"
+                out.append(
+                    Assignment(item=_h(seed, who, tid)[:10], reviewer=who, trajectory_id=tid)
+                )
+    return sorted(out, key=lambda a: (a.reviewer, a.item))
+
+
+def _h(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
