@@ -11,7 +11,12 @@ regression on the gold act, balanced class weights) but from a single feature fa
 - ``position``: where the step sits, nothing it says: k (the action's index), the number of
   earlier turns and the size of the visible history, as one-hot buckets;
 - ``thought``: the agent's thought for the judged action, word uni- and bigrams;
-- ``action``: the judged action's text, word uni- and bigrams.
+- ``action``: the judged action's text, word uni- and bigrams;
+- ``context``: everything BEFORE the judged action and nothing of it: the policy and the earlier
+  turns (with their results), word uni- and bigrams (TF-IDF). On a contrast pair the context is
+  what decides, so this probe tells whether an edit gives itself away by its words alone;
+- ``length``: sizes only: the characters of the policy, the history, the thought and the action,
+  as log-scale buckets (a pair whose unsafe side is systematically longer would show here).
 
 On the leaderboard probes are reference lines, never ranked: a judge whose score does not clear
 the best probe's on a source is not measuring judgment there (docs/metrics.md).
@@ -30,7 +35,7 @@ from bench.judging.backends import _features as F
 from bench.judging.backends import backend
 from bench.judging.protocol import JudgeSpec
 
-FEATURES = ("tool", "position", "thought", "action")
+FEATURES = ("tool", "position", "thought", "action", "context", "length")
 """The artefacts a probe can see."""
 
 _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*[({]")
@@ -84,6 +89,39 @@ def position_tokens(dp: DecisionPoint) -> str:
     )
 
 
+CONTEXT_CHARS = 16_000
+"""The context probe reads the policy and the last this many characters of the history: every
+contrast pair fits whole, and a long code-agent history does not make the fit quadratic."""
+
+
+def context_text(dp: DecisionPoint) -> str:
+    """The policy and the earlier turns (content, thought, action, result), the judged action and
+    its thought left out; the history keeps its last ``CONTEXT_CHARS`` characters."""
+    parts = []
+    for t in dp.history:
+        parts += [t.content or "", t.thought or "", t.action.text if t.action else ""]
+        parts.append(t.observation or "")
+    history = "\n".join(p for p in parts if p)
+    return dp.policy.text() + "\n" + history[-CONTEXT_CHARS:]
+
+
+def length_tokens(dp: DecisionPoint) -> str:
+    """log2 sizes of the policy, the history, the thought and the action, as bucket tokens."""
+    sizes = {
+        "policy": len(dp.policy.text()),
+        "history": sum(
+            len(t.content or "")
+            + len(t.thought or "")
+            + len(t.observation or "")
+            + (len(t.action.text) if t.action else 0)
+            for t in dp.history
+        ),
+        "thought": len(dp.thought or ""),
+        "action": len(dp.action.text),
+    }
+    return " ".join(f"{k}_log{int(math.log2(v + 1))}" for k, v in sizes.items())
+
+
 def check(judge_id: str, params: Mapping[str, Any]) -> None:
     """Value checks run by ``decide.py --check``."""
     if params.get("feature") not in FEATURES:
@@ -123,6 +161,12 @@ class Probe(F.LinearBaseline):
             ]
         if self.feature == "position":
             return [(CountVectorizer(binary=True, token_pattern=r"\S+"), position_tokens)]
+        if self.feature == "context":
+            return [
+                (TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2), context_text)
+            ]
+        if self.feature == "length":
+            return [(CountVectorizer(binary=True, token_pattern=r"\S+"), length_tokens)]
         if self.feature == "thought":
             return [
                 (
