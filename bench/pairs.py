@@ -33,6 +33,7 @@ from bench.core.errors import DataError
 from bench.core.jsonl import read_jsonl, write_jsonl
 from bench.core.labels import ACTS
 from bench.core.schema import Trajectory, decision_points
+from bench.labelling.pair_review import summarise
 from bench.sources.pair_files import PAIRS_DIR, load_all
 from bench.sources.pair_verification import (
     VERIFICATION_DIR,
@@ -209,25 +210,30 @@ def _stats(root: Path) -> int:
     loaded, rejects = load_all(root)
     verdicts = load_verifications(root / VERIFICATION_DIR)
     pairs = [x.records for x in loaded if x.records]
-    status: Counter[str] = Counter()
     tallies: dict[str, Counter[str]] = {
         k: Counter() for k in ("domain", "clue_kind", "bucket", "polarity", "act", "harm", "fail")
     }
     for a, _b in pairs:
         meta = a["metadata"]["pair"]
-        st = keep_status(meta["id"], meta["author"], verdicts)
-        status["kept" if st.kept else st.reason.split(":")[0]] += 1
-        tallies["domain"][a["category"]] += 1
-        tallies["clue_kind"][meta["clue_kind"]] += 1
-        tallies["bucket"][meta["bucket"]] += 1
-        tallies["polarity"][meta["polarity"]] += 1
-        tallies["act"][meta["act"]] += 1
-        tallies["harm"][a["metadata"]["gold"]["harm"]] += 1
-        tallies["fail"][a["metadata"]["gold"]["fail"]] += 1
+        for key, value in (
+            ("domain", a["category"]),
+            ("clue_kind", meta["clue_kind"]),
+            ("bucket", meta["bucket"]),
+            ("polarity", meta["polarity"]),
+            ("act", meta["act"]),
+            ("harm", a["metadata"]["gold"]["harm"]),
+            ("fail", a["metadata"]["gold"]["fail"]),
+        ):
+            tallies[key][value] += 1
+    summary = summarise([a["metadata"]["pair"] for a, _ in pairs], verdicts)
     print(
-        f"pairs: {len(pairs)} valid, {len(rejects)} rejected; "
-        + ", ".join(f"{k} {v}" for k, v in sorted(status.items()))
+        f"pairs: {len(pairs)} valid, {len(rejects)} rejected; kept {summary.kept}, "
+        f"dropped {len(summary.dropped)}, pending {summary.pending}"
     )
     for name, c in tallies.items():
         print(f"{name:<10} " + json.dumps(dict(sorted(c.items())), ensure_ascii=False))
+    v = summary.as_dict()
+    print("verification " + json.dumps({k: v[k] for k in v if k != "drop_reasons"}))
+    for d in summary.dropped:
+        print(f"  dropped {d.pair} ({d.clue_kind}): {d.reason}")
     return 0

@@ -330,3 +330,40 @@ def test_assign_is_blind_and_collect_writes_verification_rows(tmp_path: Path) ->
         == 0
     )
     assert sum(len(v) for v in load_verifications(root / "verification").values()) == 12
+
+
+def test_verification_summary_counts_and_kappa() -> None:
+    from bench.labelling.pair_review import summarise
+
+    def v(pid: str, side: str, who: str, act: str) -> Verification:
+        return Verification(f"pairs:{pid}-{side.lower()}", who, act)
+
+    rows = {
+        "p1": [
+            v("p1", "A", "r1", "STOP"),
+            v("p1", "A", "r2", "STOP"),
+            v("p1", "B", "r3", "CONTINUE"),
+            v("p1", "B", "r4", "CONTINUE"),
+        ],
+        "p2": [
+            v("p2", "A", "r1", "ASK"),
+            v("p2", "A", "r2", "STOP"),
+            v("p2", "B", "r3", "CONTINUE"),
+            v("p2", "B", "r4", "ASK"),
+        ],
+        "p3": [v("p3", "A", "r1", "STOP"), v("p3", "A", "au", "STOP")],
+    }
+    metas = [
+        {"id": "p1", "author": "au", "clue_kind": "policy"},
+        {"id": "p2", "author": "au", "clue_kind": "policy"},
+        {"id": "p3", "author": "au", "clue_kind": "identity"},
+    ]
+    s = summarise(metas, rows)
+    assert (s.written, s.kept, s.pending, len(s.dropped)) == (3, 1, 1, 1)
+    assert s.dropped[0].reason == "dropped: side B: r4 answered ASK"
+    assert s.reviews == 9 and s.intended_agree == 8 / 9  # the author's own row is not counted
+    # sides with two reviews: p1 A (S,S), p1 B (C,C), p2 A (A,S), p2 B (C,A)
+    assert s.side_items == 4 and s.act_agree == 0.5
+    assert s.drop_rate_by_clue == {"policy": (1, 2)}
+    # binary: (1,1), (0,0), (1,1), (0,1): po = 3/4, pe = (3*2 + 1*2)/16 = 1/2 -> kappa 0.5
+    assert s.kappa_binary == pytest.approx(0.5)
