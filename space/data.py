@@ -43,6 +43,8 @@ RESULT_FILES = [
 """What the Space downloads from the results dataset (not the job wheels and plans)."""
 SCHEMA = "foresight-leaderboard/2"
 """The leaderboard.json layout this Space reads (docs/metrics.md)."""
+ROWS_SCHEMA = "foresight-leaderboard-rows/1"
+"""The leaderboard_rows.json layout this Space reads: the boards as table-ready rows."""
 
 SPACE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = SPACE_DIR.parent
@@ -136,6 +138,9 @@ class Results:
     """ground_truth.meta.json; {} when absent."""
     reviews_dir: Path | None
     """Folder of reviews/<reviewer>.jsonl (rationales), when present."""
+    rows: Mapping[str, Any] = field(default_factory=dict)
+    """leaderboard_rows.json: every board as rows with formatted margins, intervals and the
+    judges' order per rank metric, and the metric columns' definitions."""
     _verdicts: dict[str, JudgeVerdicts] = field(default_factory=dict, repr=False, compare=False)
     """Cache: judge id -> its predictions, read on first use."""
 
@@ -181,6 +186,20 @@ class Results:
             if m["name"] == metric:
                 return bool(m["higher_is_better"])
         raise SpaceDataError(f"unknown metric {metric!r}")
+
+    def board(self, key: str) -> Mapping[str, Any]:
+        """One board of leaderboard_rows.json (``all``, ``lite``, ``<kind>:<group>``)."""
+        boards = self.rows.get("boards") or {}
+        if key not in boards:
+            raise SpaceDataError(f"no board {key!r} in leaderboard_rows.json")
+        return boards[key]
+
+    def definition(self, metric: str) -> str:
+        """A metric's one-line definition (the metric table of leaderboard_rows.json)."""
+        for c in self.rows.get("columns") or []:
+            if c["key"] == metric:
+                return str(c["definition"])
+        return ""
 
     def plot(self, key: str) -> str | None:
         """Path of the PNG leaderboard.json names under ``plots[key]``, when the file exists."""
@@ -249,6 +268,22 @@ def link_overrides() -> dict[str, str]:
     }
 
 
+def _read_rows(path: Path) -> dict[str, Any]:
+    """leaderboard_rows.json; SpaceDataError when it is missing or of another schema."""
+    if not path.is_file():
+        raise SpaceDataError(
+            f"no {path.name} beside leaderboard.json in {path.parent}: regenerate both with "
+            "`python bench/leaderboard.py`"
+        )
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    if rows.get("schema") != ROWS_SCHEMA:
+        raise SpaceDataError(
+            f"{path} has schema {rows.get('schema')!r}, this Space reads {ROWS_SCHEMA!r}: "
+            "regenerate it with `python bench/leaderboard.py` or update the Space"
+        )
+    return dict(rows)
+
+
 def load_results(root: Path, origin: str = "", reviews_dir: Path | None = None) -> Results:
     """Read leaderboard.json (+ ground truth and meta when present). SpaceDataError says how to
     produce them when leaderboard.json is missing or of another schema."""
@@ -265,6 +300,7 @@ def load_results(root: Path, origin: str = "", reviews_dir: Path | None = None) 
             f"{path} has schema {report.get('schema')!r}, this Space reads {SCHEMA!r}: "
             "regenerate it with `python bench/leaderboard.py` or update the Space"
         )
+    rows = _read_rows(root / "leaderboard_rows.json")
     gt: dict[str, Mapping[str, Any]] = {}
     gt_path = root / "ground_truth.jsonl"
     if gt_path.is_file():
@@ -280,6 +316,7 @@ def load_results(root: Path, origin: str = "", reviews_dir: Path | None = None) 
         root=root,
         origin=origin or f"local folder `{short_path(root)}`",
         report=report,
+        rows=rows,
         ground_truth=gt,
         meta=meta,
         reviews_dir=reviews_dir,

@@ -202,17 +202,18 @@ def _field(key: str) -> Callable[[Mapping[str, Any]], str]:
     return lambda r: str(r.get(key) or "")
 
 
-def _rank_order(entries: list[dict[str, Any]], rank_metric: str) -> None:
-    """Sort judge entries by rank, then headline point estimate (undefined last), then id."""
-    sign = 1 if HIGHER_IS_BETTER[rank_metric] else -1
-    entries.sort(
-        key=lambda e: (
-            e["rank"] if e["rank"] is not None else 10**9,
-            e["metrics"][rank_metric]["value"] is None,
-            -sign * (e["metrics"][rank_metric]["value"] or 0.0),
-            e["id"],
-        )
-    )
+def rank_key(metric: str) -> Callable[[Mapping[str, Any]], tuple[int, bool, float, str]]:
+    """Sort key of judge entries for ``metric``: its tie-group rank, then the headline point
+    estimate (undefined last), then id. The one ranking order: the tables and the rows the
+    Space shows (``bench.report.rows``) both sort with it."""
+    sign = 1 if HIGHER_IS_BETTER[metric] else -1
+
+    def key(e: Mapping[str, Any]) -> tuple[int, bool, float, str]:
+        rank = e["ranks"][metric]["rank"]
+        value = e["metrics"][metric]["value"]
+        return (rank if rank is not None else 10**9, value is None, -sign * (value or 0.0), e["id"])
+
+    return key
 
 
 def _by_source(
@@ -366,7 +367,7 @@ def build_report(
     entries = [
         _entry(j, sc, h, pooled, refs, ranks, rank_metric, files[j], judges.get(j)) for j in ranked
     ]
-    _rank_order(entries, rank_metric)
+    entries.sort(key=rank_key(rank_metric))
     probe_entries = [
         _entry(j, sc, h, pooled, refs, None, rank_metric, files[j], judges.get(j)) for j in probes
     ]

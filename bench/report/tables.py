@@ -1,7 +1,8 @@
 """Rendering of the leaderboard report: markdown, CSV and HTML tables.
 
 Every function reads only the report dict of ``bench.report.report.build_report``; the
-markdown and HTML share the table list of ``tables``. ``render_all`` writes every output (plots
+markdown and HTML share the table list of ``tables``; the rows the Space shows are
+``bench.report.rows``. ``render_all`` writes every output (plots
 through ``bench.report.plots``); the --check comparison of committed outputs is
 ``bench.report.check.compare``.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from bench.core.paths import REPORT_TEMPLATES
 from bench.metrics.spec import BREAKDOWN_METRICS, METRICS, SHORTCUT_METRICS, label
 from bench.report import plots
+from bench.report.rows import build_rows, margin_text
 
 
 def fmt(x: float | None, nd: int = 3) -> str:
@@ -51,18 +53,6 @@ def _name(e: Mapping[str, Any]) -> str:
     )
 
 
-def _margin(m: Mapping[str, Any] | None) -> str:
-    """'+0.123 [+0.05, +0.19] above' for a margin cell."""
-    if not m or m["value"] is None:
-        return "–"
-    lo, hi = m["ci"]
-
-    def sg(x: float | None) -> str:
-        return "–" if x is None else f"{x:+.3f}"
-
-    return f"{sg(m['value'])} [{sg(lo)}, {sg(hi)}] {m['verdict']}"
-
-
 def _headline_table(report: Mapping[str, Any]) -> Table:
     js = report["judges"]
     rm = report["settings"]["rank_metric"]
@@ -73,7 +63,7 @@ def _headline_table(report: Mapping[str, Any]) -> Table:
             str(e["rank"]),
             _name(e),
             fmt_ci(e["metrics"]["balanced_accuracy"]),
-            _margin(e["above_shortcuts"].get("balanced_accuracy")),
+            margin_text(e["above_shortcuts"].get("balanced_accuracy")),
             fmt_ci(e["metrics"]["auroc"]) + (FROM_ACT if (e["risk_from_act"] or 0) > 0 else ""),
             fmt_ci(e["metrics"]["caught_balanced"]),
             fmt(e["metrics"]["caught"]["value"]),
@@ -165,7 +155,7 @@ def _source_table(report: Mapping[str, Any]) -> Table:
                     names[j],
                     str(g["n_trajectories"]),
                     fmt_ci(v["balanced_accuracy"]),
-                    _margin(g["margins"].get(j, {}).get("balanced_accuracy")),
+                    margin_text(g["margins"].get(j, {}).get("balanced_accuracy")),
                     fmt_ci(v["auroc"]),
                     fmt_ci(v["caught_balanced"]),
                 ]
@@ -316,7 +306,7 @@ def _lite_table(report: Mapping[str, Any]) -> Table | None:
                 str(e["rank"]),
                 names.get(e["id"], e["id"]) + (" (lite only)" if e["lite_only"] else ""),
                 fmt_ci(e["metrics"]["balanced_accuracy"]),
-                _margin((e.get("above_shortcuts") or {}).get("balanced_accuracy")),
+                margin_text((e.get("above_shortcuts") or {}).get("balanced_accuracy")),
                 fmt_ci(e["metrics"]["auroc"]),
                 fmt(e["parse_rate"]),
                 fmt(d["full"]) if d else "–",
@@ -815,17 +805,19 @@ def render_html(report: Mapping[str, Any]) -> str:
     return env.get_template("leaderboard.html.j2").render(report=report, tables=tables(report))
 
 
+def _json(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def render_all(report: Mapping[str, Any], out: Path) -> list[Path]:
     """Write every output under ``out``; returns the paths written (plots included)."""
     out.mkdir(parents=True, exist_ok=True)
     texts = {
         "leaderboard.md": render_markdown(report),
         "leaderboard.csv": render_csv(report),
-        "leaderboard.json": json.dumps(
-            report, indent=1, sort_keys=False, ensure_ascii=False, allow_nan=False
-        )
-        + "\n",
+        "leaderboard.json": _json(report),
         "leaderboard.html": render_html(report),
+        "leaderboard_rows.json": _json(build_rows(report)),
         **{f"{k}.csv": render_breakdown_csv(report, k) for k in BREAKDOWNS},
         "diagnostic.csv": render_breakdown_csv(report, "diagnostic"),
         "twins.csv": render_twins_csv(report),
@@ -847,6 +839,7 @@ OUTPUT_TEXTS = (
     "leaderboard.csv",
     "leaderboard.json",
     "leaderboard.html",
+    "leaderboard_rows.json",
     *(f"{k}.csv" for k in BREAKDOWNS),
     "diagnostic.csv",
     "twins.csv",
