@@ -23,8 +23,9 @@ from bench.core.labels import ACTS
 from bench.core.paths import BUILD_DIR, GROUND_TRUTH, LABELS_DIR, REVIEWS_DIR, work_dir
 from bench.core.script import setup_logging
 from bench.dataset.builder import BuildResult, build, default_sources
-from bench.dataset.export import of_source, sft_records
 from bench.dataset.hub import check_publishable, push
+from bench.dataset.records import of_source
+from bench.dataset.sft import sft_records
 
 
 def print_truncation(result: BuildResult) -> None:

@@ -20,7 +20,7 @@ from bench.core.jsonl import read_jsonl, sha256_file, write_jsonl
 from bench.core.schema import Action, Policy, Trajectory, Turn
 from bench.core.taxonomy import load_taxonomy
 from bench.dataset import builder
-from bench.dataset.export import meta_path
+from bench.dataset.ground_truth import meta_path
 from bench.dataset.hub import PublishError, check_publishable, forbidden_configs
 from bench.dataset.reader import load
 from bench.labelling.decisions import LabelRow, TrajectoryDecision, step_labels, write_labels

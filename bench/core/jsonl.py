@@ -76,6 +76,15 @@ def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) ->
     return n
 
 
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` atomically (temp file + rename), creating the parent folders."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(p)
+
+
 def append_jsonl(f: Any, row: dict[str, Any]) -> None:
     """Append one row to an open text file and flush it to the OS, so that a killed process
     loses nothing already written."""

@@ -5,9 +5,9 @@ Steps: load each source's extracted trajectories (the sample is extracted in-pro
 conflicting reviews stop the build; ``bench.labelling.gold``); check them (``checks``: ids line
 up, values in vocabulary, one onset per unsafe trajectory, no view leaks its own result, the
 judged action verbatim in every template's prompt at the default budget); split dev/test
-(``splits``); write ``data/build/<version>/`` (``export``: parquet DatasetDict per config,
-decision_points.jsonl, dataset card, manifest) and the leaderboard's ground truth (ids and
-labels only). The version is a hash of the trajectories, gold labels and splits, so the same
+(``splits``): ``decide`` returns all of it as a typed ``Built``. Then ``version`` writes
+``data/build/<version>/`` (parquet DatasetDict per config, decision_points.jsonl, dataset card,
+manifest) and ``ground_truth`` the leaderboard's ground truth (ids and labels only). The version is a hash of the trajectories, gold labels and splits, so the same
 inputs give the same version and bytes.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from bench import sources as registry
@@ -24,12 +24,14 @@ from bench.core.errors import DataError, LeakError
 from bench.core.ids import natural_key
 from bench.core.jsonl import canonical_json, content_hash
 from bench.core.paths import BUILD_DIR, GROUND_TRUTH, LABELS_DIR, REVIEWS_DIR, extracted
-from bench.core.schema import DecisionPoint, Split, Trajectory
+from bench.core.schema import DecisionPoint, Split, Trajectory, TrajectoryLabel
 from bench.core.taxonomy import load_taxonomy
 from bench.dataset import leakage, lite, splits, twins
 from bench.dataset.checks import Truncation, render_checks, trajectory_label, validate
-from bench.dataset.export import Record, write_ground_truth, write_version
+from bench.dataset.ground_truth import write_ground_truth
 from bench.dataset.leakage import SourceLeakage
+from bench.dataset.records import Built, Record
+from bench.dataset.version import write_version
 from bench.labelling.gold import GoldSet, load_gold
 from bench.prompts import renderer as render
 from bench.sources.extraction import SourceData, load_source
@@ -39,24 +41,47 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class BuildResult:
-    """What a build produced."""
+    """What a build produced: what it decided (``built``) and where it wrote it."""
 
-    version: str
-    """Dataset version."""
+    built: Built
+    """The version, records, sources, gold sets, split, leakage and render figures."""
     path: Path
     """The version folder."""
-    records: tuple[Record, ...]
-    """Every record, in the stable output order."""
-    truncation: Mapping[str, Mapping[str, Truncation]]
-    """Config -> template -> figures."""
-    sources: tuple[SourceData, ...] = field(default=())
-    """The sources built."""
-    gold: Mapping[str, GoldSet] = field(default_factory=dict)
-    """Source -> gold set."""
-    plan: splits.SplitPlan | None = None
-    """The split, with its components and the soft links it could not keep whole."""
-    leakage: tuple[SourceLeakage, ...] = ()
-    """The leakage report per source."""
+
+    @property
+    def version(self) -> str:
+        """Dataset version."""
+        return self.built.version
+
+    @property
+    def records(self) -> tuple[Record, ...]:
+        """Every record, in the stable output order."""
+        return self.built.records
+
+    @property
+    def truncation(self) -> Mapping[str, Mapping[str, Truncation]]:
+        """Config -> template -> figures."""
+        return self.built.truncation
+
+    @property
+    def sources(self) -> tuple[SourceData, ...]:
+        """The sources built."""
+        return self.built.sources
+
+    @property
+    def gold(self) -> Mapping[str, GoldSet]:
+        """Source -> gold set."""
+        return self.built.gold
+
+    @property
+    def plan(self) -> splits.SplitPlan:
+        """The split, with its components and the soft links it could not keep whole."""
+        return self.built.plan
+
+    @property
+    def leakage(self) -> tuple[SourceLeakage, ...]:
+        """The leakage report per source."""
+        return self.built.leakage
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,87 +172,134 @@ def build(
     seed: int | None = None,
 ) -> BuildResult:
     """Run the whole build; raises DataError / LeakError listing every problem found."""
-    dev_fraction = splits.DEV_FRACTION if dev_fraction is None else dev_fraction
-    seed = splits.SEED if seed is None else seed
+    built = decide(
+        names,
+        work=work,
+        labels_dir=labels_dir,
+        reviews_dir=reviews_dir,
+        dev_fraction=splits.DEV_FRACTION if dev_fraction is None else dev_fraction,
+        seed=splits.SEED if seed is None else seed,
+    )
+    final = write_version(out, built)
+    if ground_truth is not None:
+        write_ground_truth(ground_truth, built)
+    return BuildResult(built=built, path=final)
+
+
+def decide(
+    names: Sequence[str],
+    *,
+    work: Path,
+    labels_dir: Path,
+    reviews_dir: Path,
+    dev_fraction: float,
+    seed: int,
+) -> Built:
+    """Everything the build decides, in order: gold labels, prompts, split, version, records."""
     sources = [load_source(n, work) for n in sorted(set(names))]
     golds, points = _gold_points(sources, labels_dir, reviews_dir)
-    all_trajs = [t for s in sources for t in s.trajectories]
-    src_of = {s.name: s for s in sources}
-    traj_by_id = {t.id: t for t in all_trajs}
+    inputs = _Inputs(sources, points)
+    auditor, auditor_trunc, truncation = _rendered(inputs.by_config())
+    tlabel = {t.id: trajectory_label(t.id, inputs.by_trajectory[t.id]) for t in inputs.trajectories}
+    plan = _split(inputs, tlabel, dev_fraction, seed)
+    disputed = frozenset(tid for g in golds.values() for tid in g.disputed)
+    version = dataset_version(sources, points, plan.assignment, disputed, dev_fraction, seed)
+    records = [
+        Record(
+            point=p,
+            split=plan.assignment[p.trajectory_id],
+            disputed=p.trajectory_id in disputed,
+            messages=auditor[p.id],
+            elided=auditor_trunc[p.id][0],
+            over_budget=auditor_trunc[p.id][1],
+            trajectory_label=tlabel[p.trajectory_id],
+            upstream_label=inputs.trajectory(p).label or "",
+            scenario=inputs.trajectory(p).scenario,
+            license=s.license,
+            config=s.config_of(inputs.trajectory(p)),
+            group=inputs.trajectory(p).group,
+        )
+        for s in sources
+        for p in points[s.name]
+    ]
+    records = _with_lite(_with_twins(records), sources)
+    return Built(
+        version=version,
+        sources=tuple(sources),
+        records=tuple(records),
+        gold=golds,
+        truncation=truncation,
+        plan=plan,
+        leakage=tuple(leakage.report(inputs.trajectories, plan.assignment)),
+        templates=tuple(render.TEMPLATES),
+        lite_rule=lite.rule(),
+    )
 
-    def config_of(t: Trajectory) -> str:
-        return src_of[t.source].config_of(t)
 
-    by_config: dict[str, list[DecisionPoint]] = defaultdict(list)
-    by_traj: dict[str, list[DecisionPoint]] = defaultdict(list)
-    for s in sources:
-        for p in points[s.name]:
-            by_traj[p.trajectory_id].append(p)
-            by_config[config_of(traj_by_id[p.trajectory_id])].append(p)
-    auditor, auditor_trunc, truncation = _rendered(by_config)
-    tlabel = {t.id: trajectory_label(t.id, by_traj[t.id]) for t in all_trajs}
+class _Inputs:
+    """The sources' trajectories and gold decision points, indexed the ways the build reads them."""
 
-    plan = splits.assign(all_trajs, tlabel, dev_fraction, seed, stratum=config_of)
-    crossing = splits.crossing_links(all_trajs, plan.assignment)
+    def __init__(
+        self, sources: Sequence[SourceData], points: Mapping[str, Sequence[DecisionPoint]]
+    ) -> None:
+        self.sources = {s.name: s for s in sources}
+        self.trajectories = [t for s in sources for t in s.trajectories]
+        self._by_id = {t.id: t for t in self.trajectories}
+        self.points = [p for s in sources for p in points[s.name]]
+        self.by_trajectory: dict[str, list[DecisionPoint]] = defaultdict(list)
+        for p in self.points:
+            self.by_trajectory[p.trajectory_id].append(p)
+
+    def trajectory(self, p: DecisionPoint) -> Trajectory:
+        """The trajectory a point belongs to."""
+        return self._by_id[p.trajectory_id]
+
+    def config_of(self, t: Trajectory) -> str:
+        """The config a trajectory is built into."""
+        return self.sources[t.source].config_of(t)
+
+    def by_config(self) -> dict[str, list[DecisionPoint]]:
+        """Config -> its decision points, in source order."""
+        out: dict[str, list[DecisionPoint]] = defaultdict(list)
+        for p in self.points:
+            out[self.config_of(self.trajectory(p))].append(p)
+        return out
+
+
+def _split(
+    inputs: _Inputs, tlabel: Mapping[str, TrajectoryLabel], dev_fraction: float, seed: int
+) -> splits.SplitPlan:
+    """The grouped, stratified dev/test split; DataError when a grouped link crosses it."""
+    trajs = inputs.trajectories
+    plan = splits.assign(trajs, tlabel, dev_fraction, seed, stratum=inputs.config_of)
+    crossing = splits.crossing_links(trajs, plan.assignment)
     if crossing:
         raise DataError(_problem_list("the split (a grouped link crosses dev and test)", crossing))
-    leaks = leakage.report(all_trajs, plan.assignment)
-    disputed = {tid for g in golds.values() for tid in g.disputed}
-    version = dataset_version(sources, points, plan.assignment, disputed, dev_fraction, seed)
+    return plan
 
-    records: list[Record] = []
-    for s in sources:
-        for p in points[s.name]:
-            t = traj_by_id[p.trajectory_id]
-            elided, over = auditor_trunc[p.id]
-            records.append(
-                Record(
-                    point=p,
-                    split=plan.assignment[p.trajectory_id],
-                    disputed=p.trajectory_id in disputed,
-                    messages=auditor[p.id],
-                    elided=elided,
-                    over_budget=over,
-                    trajectory_label=tlabel[p.trajectory_id],
-                    upstream_label=t.label or "",
-                    scenario=t.scenario,
-                    license=s.license,
-                    config=s.config_of(t),
-                    group=t.group,
-                )
-            )
-    records.sort(key=lambda r: (r.point.source, natural_key(r.point.trajectory_id), r.point.k))
+
+def _with_twins(records: list[Record]) -> list[Record]:
+    """Records in the stable output order, each unsafe onset linked to its safe twin's step."""
+    records = sorted(
+        records, key=lambda r: (r.point.source, natural_key(r.point.trajectory_id), r.point.k)
+    )
     twin_of = {p.onset: p for p in twins.pairs(records)}
-    records = [
+    return [
         replace(r, twin=twin_of[r.point.id].twin, twin_similarity=twin_of[r.point.id].similarity)
         if r.point.id in twin_of
         else r
         for r in records
     ]
+
+
+def _with_lite(records: list[Record], sources: Sequence[SourceData]) -> list[Record]:
+    """Records with the lite split marked (test records of the chosen trajectories)."""
     headline = [s.name for s in sources if s.upstream] or [s.name for s in sources]
     lite_ids = lite.lite_trajectories(records, headline)
-    records = [
+    return [
         replace(r, lite=True) if r.split == "test" and r.point.trajectory_id in lite_ids else r
         for r in records
     ]
-    templates = tuple(render.TEMPLATES)
-    final = write_version(
-        out, version, sources, records, golds, truncation, plan, templates, leaks, lite.rule()
-    )
-    if ground_truth is not None:
-        write_ground_truth(
-            ground_truth, version, sources, records, golds, dev_fraction, seed, lite.rule()
-        )
-    return BuildResult(
-        version=version,
-        path=final,
-        records=tuple(records),
-        truncation=truncation,
-        sources=tuple(sources),
-        gold=golds,
-        plan=plan,
-        leakage=tuple(leaks),
-    )
 
 
 def _problem_list(stage: str, problems: Sequence[str], limit: int = 50) -> str:

@@ -18,7 +18,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
 
-from bench.dataset.export import Record
+from bench.dataset.records import Record
 
 PER_SOURCE = 200
 """Decision points per upstream source the lite split aims at (whole units, so a few more)."""

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.dataset.export import Record
+from bench.dataset.records import Record
 
 MATCHED = 0.5
 """Action cosine from which a pair counts as lexically matched."""

@@ -67,8 +67,8 @@ def str_list(rec: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(v)
 
 
-def binary_label(rec: Mapping[str, Any], key: str = "label") -> str:
-    """A 0/1 trajectory label as ``safe``/``unsafe``."""
+def upstream_label(rec: Mapping[str, Any], key: str = "label") -> str:
+    """An upstream record's 0/1 trajectory label as ``safe``/``unsafe``."""
     v = field(rec, key, int)
     if v not in (0, 1):
         raise RecordError(f"field {key!r} is {v!r}, expected 0 (safe) or 1 (unsafe)")

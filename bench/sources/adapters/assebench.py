@@ -35,7 +35,7 @@ from bench.core.errors import DataError, RecordError
 from bench.core.jsonl import content_hash
 from bench.core.schema import Action, Policy, Trajectory, Turn
 from bench.sources import register
-from bench.sources.adapters._common import binary_label, field, load_pins, parse_action
+from bench.sources.adapters._common import field, load_pins, parse_action, upstream_label
 from bench.sources.base import Exclusion, ExtractResult, Reject, Source
 
 DATA_FILE = "ASSEBench/dataset/AgentJudge-security.json"
@@ -115,7 +115,7 @@ class ASSEBench(Source):
         rid = field(rec, "id", int)
         tid = f"{self.name}:{rid}"
         profile = field(rec, "profile", str, null=True) or ""
-        label = binary_label(rec)
+        label = upstream_label(rec)
         scenario = field(rec, "application_scenario", str)
         ambiguous = field(rec, "ambiguous", int)
         if ambiguous not in (0, 1):

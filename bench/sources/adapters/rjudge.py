@@ -33,7 +33,7 @@ from bench.core.errors import DataError, RecordError
 from bench.core.jsonl import canonical_json, content_hash
 from bench.core.schema import Policy, Trajectory, Turn
 from bench.sources import register
-from bench.sources.adapters._common import binary_label, field, load_pins, parse_action
+from bench.sources.adapters._common import field, load_pins, parse_action, upstream_label
 from bench.sources.base import Exclusion, ExtractResult, Reject, Source
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ class RJudge(Source):
         rid = field(rec, "id", int)
         scenario = field(rec, "scenario", str, null=True) or stem
         profile = field(rec, "profile", str, null=True) or ""
-        label = binary_label(rec)
+        label = upstream_label(rec)
         risk = field(rec, "risk_description", str, null=True) or ""
         attack = field(rec, "attack_type", str)
         if attack not in ATTACK_TYPES:
