@@ -13,7 +13,7 @@ from bench.core.schema import Action, DecisionPoint, Policy
 from bench.core.verdict import Verdict
 from bench.judging.predictions import Prediction
 from bench.judging.protocol import JudgeInput, RawOutput, RetryableError
-from bench.judging.runner import RetryPolicy, run, run_async, run_batched, to_prediction
+from bench.judging.runner import Attempts, RetryPolicy, run, run_async, run_batched, to_prediction
 
 FAST = RetryPolicy(max_attempts=4, base_s=0.001, max_s=0.004)
 
@@ -436,3 +436,24 @@ def test_torn_last_line_is_cut_before_appending(tmp_path: Path) -> None:
         w.write({"type": "decision", "id": "b", "status": "ok"})
     assert set(latest(p)) == {"a", "b"}
     assert p.read_text().count("\n") == 2
+
+
+def test_one_helper_tells_a_rate_limit_from_a_transient_error() -> None:
+    """``Attempts`` decides every retry: the server's Retry-After is honoured for a rate limit,
+    a transient error backs off, any other error and the last attempt give up, and the recorded
+    message says which it was."""
+    policy = RetryPolicy(max_attempts=2, base_s=1.0, max_s=4.0, max_retry_after_s=10.0)
+    tries = Attempts(policy, random.Random(0))
+    tries.start()
+    limited = RetryableError("HTTP 429", retry_after=3.0)
+    wait = tries.wait_after(limited)
+    assert wait is not None and 3.0 <= wait <= 3.0 + 0.1 * 3.0 + 0.01
+    transient = RetryableError("HTTP 503")
+    wait = tries.wait_after(transient)
+    assert wait is not None and 0.5 <= wait <= 1.0
+    assert tries.wait_after(ValueError("bad request")) is None
+    assert tries.failure(ValueError("bad request")) == "ValueError: bad request"
+    tries.start()
+    assert tries.wait_after(limited) is None
+    assert tries.failure(limited).startswith("gave up after 2 attempts (rate limited): ")
+    assert tries.failure(transient).startswith("gave up after 2 attempts (transient error): ")

@@ -77,6 +77,38 @@ class RetryPolicy:
 
 
 @dataclass
+class Attempts:
+    """The attempts at one call (a decision, or a batch): the one place that says, after a
+    failure, whether to try again and how long to wait first. A rate limit (a ``RetryableError``
+    with the server's ``retry_after``) waits what the server asked; a transient error (one
+    without) backs off exponentially; any other exception, or the last allowed attempt, stops."""
+
+    policy: RetryPolicy
+    """How many attempts, and the backoff."""
+    rng: random.Random
+    """Jitter source (seeded by the run)."""
+    n: int = 0
+    """Attempts started so far."""
+
+    def start(self) -> None:
+        """Count one more attempt."""
+        self.n += 1
+
+    def wait_after(self, e: BaseException) -> float | None:
+        """Seconds to wait before the next attempt after ``e``; None to give up."""
+        if not isinstance(e, RetryableError) or self.n >= self.policy.max_attempts:
+            return None
+        return self.policy.delay(self.n, e.retry_after, self.rng)
+
+    def failure(self, e: BaseException) -> str:
+        """The error recorded when giving up after ``e``."""
+        if isinstance(e, RetryableError):
+            kind = "rate limited" if e.retry_after is not None else "transient error"
+            return f"gave up after {self.n} attempts ({kind}): {_describe(e)}"
+        return _describe(e)
+
+
+@dataclass
 class RunStats:
     """Counts for one run (mutable, filled as decisions complete)."""
 
@@ -213,33 +245,26 @@ async def arun_async(
     sleep = asyncio.sleep
 
     async def one(item: JudgeInput, warm: bool) -> Prediction:
-        attempts = 0
+        tries = Attempts(retry, rng)
         while True:
-            attempts += 1
+            tries.start()
             t0 = perf()
             try:
                 out = await call(item)
-            except RetryableError as e:
-                if attempts >= retry.max_attempts:
-                    return error_prediction(
-                        item.dp.id,
-                        f"gave up after {attempts} attempts: {_describe(e)}",
-                        attempts=attempts,
-                        latency_s=perf() - t0,
-                        warmup=warm,
-                    )
-                await sleep(retry.delay(attempts, e.retry_after, rng))
-                continue
             except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded, the run goes on
+                wait = tries.wait_after(e)
+                if wait is not None:
+                    await sleep(wait)
+                    continue
                 return error_prediction(
                     item.dp.id,
-                    _describe(e),
-                    attempts=attempts,
+                    tries.failure(e),
+                    attempts=tries.n,
                     latency_s=perf() - t0,
                     warmup=warm,
                 )
             return to_prediction(
-                item, out, parse, latency_s=perf() - t0, warmup=warm, attempts=attempts
+                item, out, parse, latency_s=perf() - t0, warmup=warm, attempts=tries.n
             )
 
     def emit(p: Prediction) -> None:
@@ -290,31 +315,30 @@ def _call_batch(
     retry: RetryPolicy,
     rng: random.Random,
     sleep: Callable[[float], None],
-) -> tuple[list[RawOutput] | None, float, int, BaseException | None]:
+) -> tuple[list[RawOutput] | None, float, Attempts, BaseException | None]:
     """(outputs, seconds of the successful call, attempts, the final error)."""
-    attempts = 0
+    tries = Attempts(retry, rng)
     while True:
-        attempts += 1
+        tries.start()
         t0 = time.perf_counter()
         try:
             outs = backend.decide_batch(batch)
             dt = time.perf_counter() - t0
-        except RetryableError as e:
-            if attempts >= retry.max_attempts:
-                return None, time.perf_counter() - t0, attempts, e
-            sleep(retry.delay(attempts, e.retry_after, rng))
-            continue
         except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded, see run_batched
-            return None, time.perf_counter() - t0, attempts, e
+            wait = tries.wait_after(e)
+            if wait is not None:
+                sleep(wait)
+                continue
+            return None, time.perf_counter() - t0, tries, e
         if not isinstance(outs, list) or len(outs) != len(batch):
             n = len(outs) if isinstance(outs, list) else type(outs).__name__
             return (
                 None,
                 dt,
-                attempts,
+                tries,
                 ValueError(f"backend returned {n} outputs for {len(batch)} inputs"),
             )
-        return outs, dt, attempts, None
+        return outs, dt, tries, None
 
 
 def run_batched(
@@ -340,7 +364,7 @@ def run_batched(
         sink(p)
 
     def do(batch: list[JudgeInput], warm: bool) -> None:
-        outs, dt, attempts, exc = _call_batch(backend, batch, retry, rng, sleep)
+        outs, dt, tries, exc = _call_batch(backend, batch, retry, rng, sleep)
         n = len(batch)
         if outs is not None:
             for item, out in zip(batch, outs, strict=True):
@@ -352,7 +376,7 @@ def run_batched(
                         latency_s=dt / n,
                         batch_size=n,
                         warmup=warm,
-                        attempts=attempts,
+                        attempts=tries.n,
                     )
                 )
             return
@@ -366,8 +390,8 @@ def run_batched(
             emit(
                 error_prediction(
                     item.dp.id,
-                    _describe(exc),
-                    attempts=attempts,
+                    tries.failure(exc),
+                    attempts=tries.n,
                     latency_s=dt / n,
                     batch_size=n,
                     warmup=warm,
