@@ -22,7 +22,11 @@ what to install or set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import collections.abc
+import dataclasses
+import types
+import typing
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -117,6 +121,35 @@ class JudgeSpec:
         """Hash of ``config()`` plus the prompt template's own digest, so a changed template text
         starts a new predictions file too."""
         return content_hash({**self.config(), "template": template_digest})
+
+
+def toml_types(cls: type, skip: Collection[str] = ()) -> dict[str, tuple[type, ...]]:
+    """Field -> the TOML value types it accepts, read from a dataclass's annotations, so a row's
+    keys and types are declared once, by the dataclass (``JudgeSpec``; a backend's params class).
+    ``X | None`` accepts X; a Literal of strings accepts a string; ``float`` accepts an integer
+    too; a mapping accepts a table, a sequence an array."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: _toml(hints[f.name]) for f in dataclasses.fields(cls) if f.name not in skip}
+
+
+def _toml(t: Any) -> tuple[type, ...]:
+    origin = typing.get_origin(t)
+    if origin is typing.Union or origin is types.UnionType:
+        out: tuple[type, ...] = ()
+        for a in typing.get_args(t):
+            out += () if a is type(None) else _toml(a)
+        return out
+    if origin is Literal:
+        return tuple(dict.fromkeys(type(a) for a in typing.get_args(t)))
+    if t is float:
+        return (int, float)
+    if t in (str, int, bool):
+        return (t,)
+    if t is dict or origin in (dict, collections.abc.Mapping):
+        return (dict,)
+    if t is list or origin in (list, tuple, collections.abc.Sequence):
+        return (list,)
+    raise TypeError(f"no TOML type for the annotation {t!r}")
 
 
 @dataclass(frozen=True)

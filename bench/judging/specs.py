@@ -13,16 +13,16 @@ import difflib
 import logging
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bench.core.errors import ConfigError
 from bench.core.paths import JUDGES_TOML
 from bench.core.secrets import check_env_name, looks_like_secret
 from bench.judging import backends
-from bench.judging.protocol import MAX_BATCH_SIZE, MAX_CONCURRENCY, JudgeSpec
+from bench.judging.protocol import MAX_BATCH_SIZE, MAX_CONCURRENCY, JudgeSpec, toml_types
 from bench.prompts import scoring
 from bench.prompts.parsers import PARSERS
 from bench.prompts.renderer import TEMPLATES
@@ -37,29 +37,11 @@ ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 lower-case slug; it names a folder under leaderboards/predictions/."""
 
 
-# key -> (accepted types, human name)
-_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
-    "id": ((str,), "a string"),
-    "display_name": ((str,), "a string"),
-    "backend": ((str,), "a string"),
-    "model": ((str,), "a string"),
-    "revision": ((str,), "a string"),
-    "subfolder": ((str,), "a string"),
-    "prompt": ((str,), "a string"),
-    "parser": ((str,), "a string"),
-    "params": ((dict,), "a table"),
-    "concurrency": ((int,), "an integer"),
-    "batch_size": ((int,), "an integer"),
-    "usd_per_m_input": ((int, float), "a number"),
-    "usd_per_m_output": ((int, float), "a number"),
-    "open_weights": ((bool,), "true or false"),
-    "license": ((str,), "a string"),
-    "submitted_by": ((str,), "a string"),
-    "notes": ((str,), "a string"),
-    "role": ((str,), "a string"),
-    "fitted_on_dev": ((bool,), "true or false"),
-    "scoring": ((str,), "a string"),
-}
+_INTERNAL = ("line", "generative")
+"""JudgeSpec fields the loader fills itself; a row may not set them."""
+
+_FIELDS: dict[str, tuple[type, ...]] = toml_types(JudgeSpec, skip=_INTERNAL)
+"""Key of a ``[[judge]]`` row -> the TOML types it accepts, read from the JudgeSpec dataclass."""
 
 ROLES = ("judge", "probe")
 """What a row is: a ranked judge, or a shortcut probe (a reference line, never ranked)."""
@@ -79,6 +61,8 @@ def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
 
 
 def _type_name(types: tuple[type, ...]) -> str:
+    if float in types:  # an integer is a number too: say it once
+        types = tuple(t for t in types if t is not int)
     names = {
         str: "a string",
         int: "an integer",
@@ -224,10 +208,10 @@ def _check_top_level(row: Mapping[str, Any], e: _RowErrors) -> None:
         if key not in _FIELDS:
             e.add(key, f"unknown key {key!r}{_hint(key, _FIELDS)}")
             continue
-        types, tname = _FIELDS[key]
+        types = _FIELDS[key]
         if not _type_ok(value, types):
             shown = value if key not in ("params",) else type(value).__name__
-            e.add(key, f"{key!r} must be {tname}, not {type(value).__name__} {shown!r}")
+            e.add(key, f"{key!r} must be {_type_name(types)}, not {type(value).__name__} {shown!r}")
     for required in ("id", "backend"):
         if required not in row:
             e.add(None, f"missing required key {required!r}")
@@ -415,10 +399,26 @@ WEIGHT_BACKENDS = ("transformers", "vllm")
 """Backends that load weights themselves (and can be pinned to a hub revision)."""
 
 
-def unpinned(spec: JudgeSpec) -> bool:
+class ModelRow(Protocol):
+    """What ``unpinned`` reads of a judge: a JudgeSpec, or the report's JudgeInfo."""
+
+    @property
+    def backend(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def revision(self) -> str: ...
+
+
+def unpinned(row: ModelRow, loaded: Sequence[Mapping[str, Any]] = ()) -> bool:
     """True for a row that loads hub weights without a pinned ``revision``: its results may
     come from weights that change under the same name. A local folder or an installed package
-    (``package:``) is what it is; an API model cannot be pinned from here."""
-    if spec.backend not in WEIGHT_BACKENDS or spec.revision or not spec.model:
+    (``package:``) is what it is; an API model cannot be pinned from here; a run whose loaded
+    weights (``loaded``: the predictions' run records) carry a commit or a digest is pinned by
+    what it recorded. The one definition: ``decide.py --check`` warns with it and the
+    leaderboard marks rows with it."""
+    if row.backend not in WEIGHT_BACKENDS or row.revision or not row.model:
         return False
-    return not (spec.model.startswith("package:") or Path(spec.model).exists())
+    if row.model.startswith("package:") or Path(row.model).exists():
+        return False
+    return not any(w.get("commit") or w.get("sha256") for w in loaded)

@@ -1,8 +1,9 @@
 """One registry of judge backends: one module per backend, one decorator each.
 
-Each backend module in this package registers a factory with ``@backend(name, params={...})``;
+Each backend module in this package registers a factory with ``@backend(name, params=...)``;
 ``params`` maps every allowed key of the judge row's ``[judge.params]`` table to its type (or a
-tuple of types), so ``decide.py --check`` validates rows without importing any SDK: backend
+tuple of types), or is the backend's frozen params dataclass, whose fields are then the keys and
+whose annotations the types (``bench.judging.protocol.toml_types``: declared once), so ``decide.py --check`` validates rows without importing any SDK: backend
 modules import their SDK inside the factory, never at module level. ``check``, when given, runs
 the backend's own value checks on a row's params (URL schemes, ranges, rule names, regexes) at
 ``--check`` time instead of at run time. A duplicate name raises; an unknown name raises with
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.core.registry import Registry
-from bench.judging.protocol import BackendFactory
+from bench.judging.protocol import BackendFactory, toml_types
 
 ParamCheck = Callable[[str, Mapping[str, Any]], None]
 """``check(judge_id, params)``: raise ConfigError naming the judge and key for a bad value."""
@@ -57,7 +58,7 @@ _REGISTRY: Registry[BackendInfo] = Registry("backend", "bench.judging.backends")
 def backend(
     name: str,
     *,
-    params: Mapping[str, type | tuple[type, ...]],
+    params: Mapping[str, type | tuple[type, ...]] | type,
     generative: bool = True,
     check: ParamCheck | None = None,
     fits_on_dev: bool = False,
@@ -67,7 +68,8 @@ def backend(
 
     def deco(fn: BackendFactory) -> BackendFactory:
         module = getattr(fn, "__module__", "")
-        info = BackendInfo(name, fn, dict(params), generative, check, fits_on_dev, scorings)
+        keys = toml_types(params) if isinstance(params, type) else dict(params)
+        info = BackendInfo(name, fn, keys, generative, check, fits_on_dev, scorings)
         _REGISTRY.add(name, info, module)
         return fn
 

@@ -9,26 +9,8 @@ concurrency limit, retries and timing; this backend maps failures so the runner 
   HTTP-date) or ``retry-after-ms`` when the server sent one;
 - any other 4xx: ``EndpointError`` (permanent) carrying the server's own message.
 
-Params (``[judge.params]`` in judges.toml):
-
-- ``base_url``: the API root, e.g. ``https://api.openai.com/v1`` or ``http://localhost:8000/v1``.
-- ``api_key_env``: the NAME of the environment variable that holds the key; keys are never read
-  from judges.toml. Default ``OPENAI_API_KEY`` for api.openai.com, none elsewhere. A non-local
-  base_url without a key skips the judge, saying which variable to set. The key is sent to
-  ``base_url``: review a row's base_url before exporting the variable it names.
-- ``api_key_header``: header that carries the key (default ``Authorization`` as ``Bearer <key>``;
-  any other name, e.g. Azure's ``api-key``, gets the bare key).
-- ``temperature`` (default 0), ``max_tokens`` (default 1024), ``timeout_s`` per request
-  (default 120).
-- ``extra_body``: a table merged into the request JSON (``seed``, ``top_p``,
-  ``chat_template_kwargs = {enable_thinking = false}`` for vLLM, ...); it may not set ``model``,
-  ``messages`` or ``stream``.
-- ``headers``: extra non-secret headers (``OpenAI-Organization``, ``HTTP-Referer``). They are
-  committed with judges.toml, so credential-like names (Authorization, Cookie, anything with
-  key/token/secret/auth) are refused, and so are framing headers (Host, Content-Length,
-  Transfer-Encoding, Connection) that would corrupt the request.
-- ``client``: ``auto`` (default: the lean built-in HTTP/1.1 client, or httpx when an HTTP(S)
-  proxy variable is set), ``native`` or ``httpx``.
+Params (``[judge.params]`` in judges.toml) are the fields of ``OpenAIParams``, declared once
+there with their types, defaults and meaning; ``parse_params`` checks their values.
 
 Each request carries ``X-Request-Id: <decision id>`` so a server's logs (and the mock server's
 counts) can be matched to predictions rows.
@@ -51,7 +33,7 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 from urllib.parse import urlsplit
 
 from bench.core.errors import BenchError, ConfigError
@@ -109,23 +91,35 @@ class OpenAIParams:
     """The validated ``params`` of an ``openai`` judge row."""
 
     base_url: str = "https://api.openai.com/v1"
-    """API root; requests go to ``{base_url}/chat/completions``."""
+    """API root; requests go to ``{base_url}/chat/completions`` (e.g.
+    ``http://localhost:8000/v1``)."""
     api_key_env: str | None = None
-    """Name of the environment variable with the key (None: no key is sent)."""
+    """The NAME of the environment variable that holds the key; keys are never read from
+    judges.toml. Default ``OPENAI_API_KEY`` for api.openai.com, none elsewhere (None: no key is
+    sent). A non-local base_url without a key skips the judge, saying which variable to set. The
+    key is sent to ``base_url``: review a row's base_url before exporting the variable it
+    names."""
     api_key_header: str = "Authorization"
-    """Header carrying the key."""
+    """Header that carries the key: ``Authorization`` as ``Bearer <key>``; any other name, e.g.
+    Azure's ``api-key``, gets the bare key."""
     temperature: float = 0.0
-    """Sampling temperature."""
+    """Sampling temperature, 0 to 2."""
     max_tokens: int = 1024
     """Completion token limit."""
     timeout_s: float = 120.0
     """Per-request timeout (connect + send + receive)."""
     extra_body: Mapping[str, Any] = field(default_factory=dict)
-    """Extra JSON fields of the request."""
+    """A table merged into the request JSON (``seed``, ``top_p``,
+    ``chat_template_kwargs = {enable_thinking = false}`` for vLLM, ...); it may not set ``model``,
+    ``messages`` or ``stream``."""
     headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra non-secret request headers."""
+    """Extra non-secret headers (``OpenAI-Organization``, ``HTTP-Referer``). They are committed
+    with judges.toml, so credential-like names (Authorization, Cookie, anything with
+    key/token/secret/auth) are refused, and so are framing headers (Host, Content-Length,
+    Transfer-Encoding, Connection) that would corrupt the request."""
     client: Client = "auto"
-    """HTTP client: auto, native or httpx."""
+    """HTTP client: ``auto`` (the lean built-in HTTP/1.1 client, or httpx when an HTTP(S) proxy
+    variable is set), ``native`` or ``httpx``."""
 
 
 def is_local(base_url: str) -> bool:
@@ -150,7 +144,7 @@ def parse_params(judge_id: str, params: Mapping[str, Any]) -> OpenAIParams:
         key_env = "OPENAI_API_KEY"
     if key_env is not None:
         check_env_name(judge_id, "api_key_env", str(key_env))  # never echoes the value
-    temperature = float(p.get("temperature", 0.0))
+    temperature = float(p.get("temperature", OpenAIParams.temperature))
     if not 0.0 <= temperature <= 2.0:
         raise bad(f"temperature {temperature} must be between 0 and 2")
     max_tokens = int(p.get("max_tokens", OpenAIParams.max_tokens))
@@ -184,15 +178,15 @@ def parse_params(judge_id: str, params: Mapping[str, Any]) -> OpenAIParams:
             )
         if any(c in name + value for c in "\r\n\0") or ":" in name or not name:
             raise bad(f"headers {name!r}: names and values may not contain CR, LF, NUL or ':'")
-    key_header = str(p.get("api_key_header", "Authorization"))
+    key_header = str(p.get("api_key_header", OpenAIParams.api_key_header))
     if (
         not key_header
         or any(c in key_header for c in "\r\n\0: ")
         or (key_header.lower() in _FORBIDDEN_HEADERS)
     ):
         raise bad(f"api_key_header {key_header!r} is not a usable header name")
-    client = p.get("client", "auto")
-    if client not in ("auto", "native", "httpx"):
+    client = p.get("client", OpenAIParams.client)
+    if client not in get_args(Client):
         raise bad(f"client {client!r} must be auto, native or httpx")
     return OpenAIParams(
         base_url=base_url,
@@ -480,26 +474,12 @@ class OpenAIBackend:
             await t.aclose()
 
 
-PARAMS: dict[str, type | tuple[type, ...]] = {
-    "base_url": str,
-    "api_key_env": str,
-    "api_key_header": str,
-    "temperature": (int, float),
-    "max_tokens": int,
-    "timeout_s": (int, float),
-    "extra_body": dict,
-    "headers": dict,
-    "client": str,
-}
-"""The keys of ``[judge.params]`` this backend accepts and their types."""
-
-
 def check(judge_id: str, params: Mapping[str, Any]) -> None:
     """Value checks run by ``decide.py --check`` (``parse_params``)."""
     parse_params(judge_id, params)
 
 
-@backend("openai", params=PARAMS, check=check, scorings=("generate", "logprobs"))
+@backend("openai", params=OpenAIParams, check=check, scorings=("generate", "logprobs"))
 def make(judge: JudgeSpec) -> OpenAIBackend:
     """Build the backend from a validated judge row; SkipJudge when a needed key is missing."""
     if not judge.model:
