@@ -10,14 +10,13 @@ live here too. Callers import from this module directly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from bench.core.errors import ConfigError, IntegrityError
-from bench.core.labels import ACTS
+from bench.core.labels import ACTS, RISK_FROM_ACT
 from bench.core.verdict import project_binary
 from bench.metrics.inputs import (
     ACT_CODE,
@@ -28,9 +27,6 @@ from bench.metrics.inputs import (
     Predictions,
 )
 from bench.metrics.spec import HIGHER_IS_BETTER, METRICS, RANK_METRICS
-
-RISK_FROM_ACT: Mapping[str, int] = {"CONTINUE": 0, "ASK": 50, "STOP": 100}
-"""Risk score given to a verdict without one (a judge with no score, or an invalid verdict)."""
 
 ECE_BINS = 10
 """Equal-width bins of risk/100 for the expected calibration error."""
