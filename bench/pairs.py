@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--out", type=Path, required=True, help="packet folder (keep key.jsonl)")
     a.add_argument("--root", type=Path, default=PAIRS_DIR, help="pairs folder")
     a.add_argument("--round", type=int, default=1, help="verification round of these answers")
+    a.add_argument("--only", metavar="PREFIX", default="", help="only pairs whose id starts with one of these comma-separated prefixes")
     c2 = sub.add_parser("collect", help="answers -> data/pairs/verification rows")
     c2.add_argument("answers", nargs="+", type=Path, help="filled answers.jsonl files")
     c2.add_argument("--key", type=Path, required=True, help="the key.jsonl that assign wrote")
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "show":
         return _show(args.id, args.side.upper(), args.root)
     if args.cmd == "assign":
-        return _assign(args.reviewers.split(","), args.out, args.root, args.round)
+        return _assign(args.reviewers.split(","), args.out, args.root, args.round, args.only)
     if args.cmd == "collect":
         return _collect(args.answers, args.key, args.root)
     return _stats(args.root)
@@ -136,7 +137,7 @@ def _show(pair_id: str, side: str, root: Path) -> int:
     return 0
 
 
-def _assign(reviewers: list[str], out: Path, root: Path, round_: int) -> int:
+def _assign(reviewers: list[str], out: Path, root: Path, round_: int, only: str = "") -> int:
     loaded, _ = load_all(root)
     verdicts = load_verifications(root / VERIFICATION_DIR)
     records = {r["id"]: r for x in loaded for r in x.records}
@@ -144,6 +145,7 @@ def _assign(reviewers: list[str], out: Path, root: Path, round_: int) -> int:
         x.records[0]["metadata"]["pair"]["id"]: x.records[0]["metadata"]["pair"]["author"]
         for x in loaded
         if x.records
+        and x.records[0]["metadata"]["pair"]["id"].startswith(tuple(only.split(",")))
         and keep_status(
             x.records[0]["metadata"]["pair"]["id"],
             x.records[0]["metadata"]["pair"]["author"],
