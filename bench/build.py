@@ -49,8 +49,24 @@ def print_leakage(result: BuildResult) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Build the dataset; see the module docstring and docs/dataset.md."""
+def print_summary(result: BuildResult) -> None:
+    """The version, and per source: trajectories, points, gold acts and reviewed trajectories."""
+    n_dev = sum(r.split == "dev" for r in result.records)
+    print(
+        f"dataset {result.version}: {len(result.records)} decision points "
+        f"({n_dev} dev, {len(result.records) - n_dev} test) -> {result.path}"
+    )
+    for s in result.sources:
+        mine = of_source(result.records, s.name)
+        acts = Counter(r.point.gold.act for r in mine if r.point.gold)
+        print(
+            f"  {s.name:<11} {len(s.trajectories)} trajectories, {len(mine)} points, "
+            + ", ".join(f"{a} {acts[a]}" for a in ACTS)
+            + f", reviewed {len(result.gold[s.name].reviewed)}"
+        )
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="bench build", description=__doc__.splitlines()[0])
     ap.add_argument(
         "--source",
@@ -82,7 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also write chat-format training records of the dev split (JSONL)",
     )
     ap.add_argument("--quiet", action="store_true", help="warnings and errors only")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the dataset; see the module docstring and docs/dataset.md."""
+    args = _parser().parse_args(argv)
     setup_logging(args.quiet)
     work = work_dir(args.work)
     names = args.source or default_sources(work, args.labels)
@@ -99,20 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         reviews_dir=args.reviews,
         ground_truth=None if args.no_ground_truth else args.ground_truth,
     )
-    n_dev = sum(r.split == "dev" for r in result.records)
     if not args.quiet:
-        print(
-            f"dataset {result.version}: {len(result.records)} decision points "
-            f"({n_dev} dev, {len(result.records) - n_dev} test) -> {result.path}"
-        )
-        for s in result.sources:
-            mine = of_source(result.records, s.name)
-            acts = Counter(r.point.gold.act for r in mine if r.point.gold)
-            print(
-                f"  {s.name:<11} {len(s.trajectories)} trajectories, {len(mine)} points, "
-                + ", ".join(f"{a} {acts[a]}" for a in ACTS)
-                + f", reviewed {len(result.gold[s.name].reviewed)}"
-            )
+        print_summary(result)
         print_truncation(result)
         print_leakage(result)
         if not args.no_ground_truth:

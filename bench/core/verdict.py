@@ -111,50 +111,15 @@ def checked(v: Verdict, vocab: Taxonomy | None = None) -> Verdict:
       and ``raw`` cut to head and tail beyond ``MAX_RAW_CHARS`` (``raw_truncated``).
 
     Every change is said in ``reason``; nothing is turned into SAFE or UNSAFE by accident."""
-    notes: list[str] = []
-    raw = v.raw if isinstance(v.raw, str) else str(v.raw)
-    raw, bad_raw = clean_text(raw)
-    if bad_raw:
-        notes.append(f"raw text had {bad_raw} invalid code point(s), replaced by U+FFFD")
-    raw, truncated = cut_raw(raw) if not v.raw_truncated else (raw, True)
+    notes: list[str] = []  # each step appends what it changed, in this order
+    raw, truncated = _checked_raw(v, notes)
     reason = v.reason if isinstance(v.reason, str) else str(v.reason)
     reason, _ = clean_text(reason)
-    status: Status = v.status if v.status in STATUSES else "invalid"
-    if status != v.status:
-        notes.append(f"status {v.status!r} is not one of {', '.join(STATUSES)}")
-    act = v.act
-    if act is not None and act not in ACTS:
-        notes.append(f"act {act!r} is not exactly CONTINUE, ASK or STOP")
-        act = None
-        if status in ("ok", "partial"):
-            status = "invalid"
-    if status in ("ok", "partial") and act is None:
-        if not notes:
-            notes.append(f"status {status} without an act")
-        status = "invalid"
-    if status in ("invalid", "error") and act is not None:
-        notes.append(f"status {status} carries act {act}; act dropped")
-        act = None
+    status, act = _checked_status_act(v, notes)
     risk = _finite_risk(v.risk)
     if v.risk is not None and risk is None:
         notes.append(f"risk {v.risk!r} is not a finite number in 0-100; dropped")
-    fields: dict[str, str | None] = {}
-    oov = list(v.oov)
-    for name in ("fail", "harm", "src"):
-        value = getattr(v, name)
-        if value is not None and not isinstance(value, str):
-            notes.append(f"{name} {value!r} is not a string; dropped")
-            value = None
-        if (
-            value is not None
-            and vocab is not None
-            and value != NONE
-            and value not in vocab.definitions(name)
-        ):
-            notes.append(f"{name} {value!r} is not in the vocabulary; dropped")
-            oov.append(f"{name}={value}")
-            value = None
-        fields[name] = value
+    fields, oov = _checked_taxonomy(v, vocab, notes)
     cite = v.cite
     if cite is not None and (isinstance(cite, bool) or not isinstance(cite, int) or cite < 1):
         notes.append(f"cite {cite!r} is not a turn number; dropped")
@@ -179,6 +144,61 @@ def checked(v: Verdict, vocab: Taxonomy | None = None) -> Verdict:
         oov=tuple(oov),
     )
     return v if out == v else out
+
+
+def _checked_raw(v: Verdict, notes: list[str]) -> tuple[str, bool]:
+    """(raw text UTF-8 can store, cut to head and tail when long; whether it was cut)."""
+    raw = v.raw if isinstance(v.raw, str) else str(v.raw)
+    raw, bad_raw = clean_text(raw)
+    if bad_raw:
+        notes.append(f"raw text had {bad_raw} invalid code point(s), replaced by U+FFFD")
+    return cut_raw(raw) if not v.raw_truncated else (raw, True)
+
+
+def _checked_status_act(v: Verdict, notes: list[str]) -> tuple[Status, Act | None]:
+    """A known status and an exact act, consistent with each other: ok/partial need an act,
+    invalid/error keep none."""
+    status: Status = v.status if v.status in STATUSES else "invalid"
+    if status != v.status:
+        notes.append(f"status {v.status!r} is not one of {', '.join(STATUSES)}")
+    act = v.act
+    if act is not None and act not in ACTS:
+        notes.append(f"act {act!r} is not exactly CONTINUE, ASK or STOP")
+        act = None
+        if status in ("ok", "partial"):
+            status = "invalid"
+    if status in ("ok", "partial") and act is None:
+        if not notes:
+            notes.append(f"status {status} without an act")
+        status = "invalid"
+    if status in ("invalid", "error") and act is not None:
+        notes.append(f"status {status} carries act {act}; act dropped")
+        act = None
+    return status, act
+
+
+def _checked_taxonomy(
+    v: Verdict, vocab: Taxonomy | None, notes: list[str]
+) -> tuple[dict[str, str | None], list[str]]:
+    """(fail/harm/src as strings in the vocabulary or None, the out-of-vocabulary values)."""
+    fields: dict[str, str | None] = {}
+    oov = list(v.oov)
+    for name in ("fail", "harm", "src"):
+        value = getattr(v, name)
+        if value is not None and not isinstance(value, str):
+            notes.append(f"{name} {value!r} is not a string; dropped")
+            value = None
+        if (
+            value is not None
+            and vocab is not None
+            and value != NONE
+            and value not in vocab.definitions(name)
+        ):
+            notes.append(f"{name} {value!r} is not in the vocabulary; dropped")
+            oov.append(f"{name}={value}")
+            value = None
+        fields[name] = value
+    return fields, oov
 
 
 def from_row(row: Mapping[str, Any], vocab: Taxonomy | None = None) -> Verdict:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import DataError
-from bench.core.taxonomy import load_taxonomy
+from bench.core.taxonomy import Taxonomy, load_taxonomy
 from bench.core.verdict import from_row
 from bench.judging import predictions
 from bench.judging.protocol import JudgeSpec
@@ -129,20 +129,7 @@ def import_log(
     from inspect_ai.log import read_eval_log
 
     log = read_eval_log(str(log_path))
-    samples = [s for s in (log.samples or []) if s.epoch == 1]
-    if not samples:
-        raise DataError(f"{log_path}: the log holds no samples (was it written with log_samples?)")
-    versions = {str((s.metadata or {}).get("dataset_version", "")) for s in samples}
-    if versions == {""}:
-        raise DataError(
-            f"{log_path}: its samples carry no dataset_version: it is not a log of "
-            "bench/interop/inspect_task.py"
-        )
-    if versions != {ground_truth_version}:
-        raise DataError(
-            f"{log_path}: made for dataset version {sorted(versions)}, the ground truth is "
-            f"{ground_truth_version!r}: rerun `inspect eval` on the current build"
-        )
+    samples = _samples(log, log_path, ground_truth_version)
     meta = samples[0].metadata or {}
     template, parser = str(meta.get("template", "")), str(meta.get("parser", ""))
     settings = generate_settings(log.plan.config if log.plan else None)
@@ -175,24 +162,10 @@ def import_log(
             }
         )
         for s in samples:
-            score = (s.scores or {}).get(SCORER)
-            fields: dict[str, Any] = dict(score.metadata or {}) if score else {}
-            raw = s.output.completion if s.output else ""
-            if s.error or score is None:
-                fields = {"status": "error", "reason": "the sample errored in Inspect"}
-                errors += 1
-            v = from_row({**fields, "raw": raw}, vocab)
-            tin, tout = _tokens(s.model_usage or {})
-            p = predictions.Prediction(
-                id=str(s.id),
-                verdict=v,
-                latency_s=s.working_time,
-                tokens_in=tin,
-                tokens_out=tout,
-                error=str(s.error.message) if s.error else None,
-            )
+            p = _prediction(s, vocab)
             w.decision(p)
             n += 1
+            errors += bool(s.error) or _score(s) is None
         w.write(
             {
                 "type": "run_end",
@@ -202,3 +175,47 @@ def import_log(
             }
         )
     return Imported(path, ground_truth_version, n, errors)
+
+
+def _samples(log: Any, log_path: str | Path, ground_truth_version: str) -> list[Any]:
+    """The log's first-epoch samples; DataError unless they were made by the Inspect task on
+    the dataset version of the ground truth."""
+    samples = [s for s in (log.samples or []) if s.epoch == 1]
+    if not samples:
+        raise DataError(f"{log_path}: the log holds no samples (was it written with log_samples?)")
+    versions = {str((s.metadata or {}).get("dataset_version", "")) for s in samples}
+    if versions == {""}:
+        raise DataError(
+            f"{log_path}: its samples carry no dataset_version: it is not a log of "
+            "bench/interop/inspect_task.py"
+        )
+    if versions != {ground_truth_version}:
+        raise DataError(
+            f"{log_path}: made for dataset version {sorted(versions)}, the ground truth is "
+            f"{ground_truth_version!r}: rerun `inspect eval` on the current build"
+        )
+    return samples
+
+
+def _score(sample: Any) -> Any:
+    """The sample's score by this project's scorer, or None."""
+    return (sample.scores or {}).get(SCORER)
+
+
+def _prediction(s: Any, vocab: Taxonomy) -> predictions.Prediction:
+    """One sample as a predictions row: the scorer's verdict fields, checked; an errored or
+    unscored sample is an error."""
+    score = _score(s)
+    fields: dict[str, Any] = dict(score.metadata or {}) if score else {}
+    raw = s.output.completion if s.output else ""
+    if s.error or score is None:
+        fields = {"status": "error", "reason": "the sample errored in Inspect"}
+    tin, tout = _tokens(s.model_usage or {})
+    return predictions.Prediction(
+        id=str(s.id),
+        verdict=from_row({**fields, "raw": raw}, vocab),
+        latency_s=s.working_time,
+        tokens_in=tin,
+        tokens_out=tout,
+        error=str(s.error.message) if s.error else None,
+    )

@@ -14,8 +14,9 @@ import logging
 import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from bench.core.errors import DataError
 from bench.core.ids import source_of
@@ -263,6 +264,18 @@ def _fmt_opt(v: Any) -> str:
     return "none" if v is None else str(v)
 
 
+@dataclass(frozen=True)
+class _Session:
+    """What every decision of one interactive session shares."""
+
+    reviewer: str
+    reviews_dir: Path
+    tax: Taxonomy
+    reviews: list[Review]
+    """Every review so far; each recorded one is appended."""
+    now: Callable[[], str] | None
+
+
 def interactive(
     items: Sequence[QueueItem],
     trajs: Mapping[str, Trajectory],
@@ -280,6 +293,7 @@ def interactive(
 ) -> Counter[str]:
     """The interactive loop; returns counts of what was recorded."""
     p = Prompter(inp, out)
+    session = _Session(reviewer, reviews_dir, tax, reviews, now)
     done: Counter[str] = Counter()
     by_traj = latest(reviews)
     for n, item in enumerate(items, 1):
@@ -287,68 +301,95 @@ def interactive(
         others = [] if blind else [r for r in by_traj.get(traj.id, {}).values()]
         pos = f"[{n}/{len(items)} {item.status}]"
         out.write(render(traj, prop, others, position=pos, full=full) + "\n")
-        for _ in range(MAX_TRIES):
-            ans = p.ask("decision: a)ccept s)et d)ispute k)skip q)uit ?)help", "")
-            if ans is None or ans.lower() in ("q", "quit"):
-                out.write(f"stopped; recorded {sum(done.values()) - done['skipped']} decision(s)\n")
-                return done
-            a = ans.lower()[:1]
-            if a == "?":
-                out.write(HELP + "\n")
-                continue
-            if a == "k":
-                done["skipped"] += 1
-                break
-            if a not in ("a", "s", "d"):
-                out.write("answer a, s, d, k, q or ?\n")
-                continue
-            kind: Kind = {"a": "accept", "s": "set", "d": "dispute"}[a]  # type: ignore[assignment]
-            if kind == "accept":
-                note = p.ask("note (optional)", "")
-                if note is None:
-                    return done
-                vals = {"note": note} if note else {}
-            else:
-                got = _ask_values(p, traj, prop, tax, kind == "dispute")
-                if got is None:
-                    return done
-                vals = got
-            stamp = now() if now else None
-            try:
-                r = make_review(traj, prop, kind, reviewer, vals, tax, time=stamp)
-            except LabelFlipError:
-                # Say it now and offer the right kind, rather than lose what was just typed.
-                out.write(f"upstream labels {traj.id} {traj.label}: your decision disputes that.\n")
-                ok = p.ask("record it as a dispute of the upstream label? y/n", "n")
-                if ok is None:
-                    return done
-                if not ok.lower().startswith("y"):
-                    out.write("not recorded\n")
-                    continue
-                if not vals.get("note"):
-                    note = p.ask("why does the upstream label look wrong (your own words)", "")
-                    if note is None:
-                        return done
-                    vals = {**vals, "note": note}
-                kind = "dispute"
-                try:
-                    r = make_review(traj, prop, kind, reviewer, vals, tax, time=stamp)
-                except DataError as e:
-                    out.write(f"not recorded: {e}\n")
-                    continue
-            except DataError as e:
-                out.write(f"not recorded: {e}\n")
-                continue
-            append_review(reviews_dir, r)
-            reviews.append(r)
-            done[kind] += 1
-            out.write(f"recorded {kind}: {describe_decision(r)}\n")
-            break
-        else:
-            out.write("too many invalid answers; skipping this trajectory\n")
-            done["skipped"] += 1
+        outcome = _decide_one(p, traj, prop, session)
+        if outcome is None:  # input ended mid-decision
+            return done
+        if outcome == "quit":
+            out.write(f"stopped; recorded {sum(done.values()) - done['skipped']} decision(s)\n")
+            return done
+        done[outcome] += 1
     out.write(f"queue done; recorded {sum(done.values()) - done['skipped']} decision(s)\n")
     return done
+
+
+def _decide_one(p: Prompter, traj: Trajectory, prop: TrajectoryDecision, s: _Session) -> str | None:
+    """One trajectory: the kind of review recorded, ``skipped``, ``quit``, or None when the
+    input ended."""
+    for _ in range(MAX_TRIES):
+        ans = p.ask("decision: a)ccept s)et d)ispute k)skip q)uit ?)help", "")
+        if ans is None or ans.lower() in ("q", "quit"):
+            return "quit"
+        a = ans.lower()[:1]
+        if a == "?":
+            p.out.write(HELP + "\n")
+            continue
+        if a == "k":
+            return "skipped"
+        if a not in ("a", "s", "d"):
+            p.out.write("answer a, s, d, k, q or ?\n")
+            continue
+        kind: Kind = {"a": "accept", "s": "set", "d": "dispute"}[a]  # type: ignore[assignment]
+        if kind == "accept":
+            note = p.ask("note (optional)", "")
+            if note is None:
+                return None
+            vals: dict[str, Any] = {"note": note} if note else {}
+        else:
+            got = _ask_values(p, traj, prop, s.tax, kind == "dispute")
+            if got is None:
+                return None
+            vals = got
+        made = _review_of(p, traj, prop, kind, vals, s)
+        if made is None:
+            return None
+        if made == "retry":
+            continue
+        kind, r = made
+        append_review(s.reviews_dir, r)
+        s.reviews.append(r)
+        p.out.write(f"recorded {kind}: {describe_decision(r)}\n")
+        return kind
+    p.out.write("too many invalid answers; skipping this trajectory\n")
+    return "skipped"
+
+
+def _review_of(
+    p: Prompter,
+    traj: Trajectory,
+    prop: TrajectoryDecision,
+    kind: Kind,
+    vals: dict[str, Any],
+    s: _Session,
+) -> tuple[Kind, Review] | Literal["retry"] | None:
+    """(its kind, the review to record); ``retry`` when it cannot be recorded as given (said why), None
+    when the input ended. A decision that flips the upstream label is offered as a dispute
+    rather than losing what was just typed."""
+    stamp = s.now() if s.now else None
+    try:
+        return kind, make_review(traj, prop, kind, s.reviewer, vals, s.tax, time=stamp)
+    except LabelFlipError:
+        p.out.write(f"upstream labels {traj.id} {traj.label}: your decision disputes that.\n")
+        ok = p.ask("record it as a dispute of the upstream label? y/n", "n")
+        if ok is None:
+            return None
+        if not ok.lower().startswith("y"):
+            p.out.write("not recorded\n")
+            return "retry"
+        if not vals.get("note"):
+            note = p.ask("why does the upstream label look wrong (your own words)", "")
+            if note is None:
+                return None
+            vals = {**vals, "note": note}
+        try:
+            return "dispute", make_review(
+                traj, prop, "dispute", s.reviewer, vals, s.tax, time=stamp
+            )
+        except DataError as e:
+            p.out.write(f"not recorded: {e}\n")
+            return "retry"
+    except DataError as e:
+        p.out.write(f"not recorded: {e}\n")
+        return "retry"
 
 
 # ------------------------------------------------------------------------------ stats
@@ -368,78 +409,13 @@ def stats_report(
     open conflicts. ``labels`` maps trajectory id -> upstream label (else the proposal's)."""
     by_traj, adj = latest(reviews), adjudications(reviews)
     decisions, conflicts = effective_decisions(proposals, reviews)
-    cov: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    for tid, p in proposals.items():
-        lab = (labels or {}).get(tid) or ("safe" if p.onset is None else "unsafe")
-        status, _ = item_status(tid, p, by_traj, adj)
-        for key in ((source_of(tid), "all"), (source_of(tid), lab)):
-            cov[key][status] += 1
-            cov[key]["total"] += 1
-            if status == "stale":  # a full decision made against an older proposal still stands
-                cov[key]["reviewed"] += 1
-    lines = [
-        "COVERAGE (reviewed = a review or an adjudication; stale = of those, reviewed against an "
-        "older proposal: re-queued, but the decision still counts)"
-    ]
-    lines.append(
-        f"  {'source':<11} {'label':<7} {'total':>6} {'reviewed':>8} {'%':>6} {'stale':>5} "
-        f"{'conflict':>8} {'disputed':>8}"
-    )
-    disputed = Counter(
-        (
-            source_of(t),
-            (labels or {}).get(t) or ("safe" if proposals[t].onset is None else "unsafe"),
-        )
-        for t, d in decisions.items()
-        if d.disputed
-    )
-    for (s, lab), c in sorted(cov.items(), key=lambda kv: (kv[0][0], kv[0][1] != "all", kv[0][1])):
-        dis = (
-            sum(v for (s2, _), v in disputed.items() if s2 == s)
-            if lab == "all"
-            else disputed[(s, lab)]
-        )
-        lines.append(
-            f"  {s:<11} {lab:<7} {c['total']:>6} {c['reviewed']:>8} "
-            f"{c['reviewed'] / c['total']:>6.1%} {c['stale']:>5} {c['conflict']:>8} {dis:>8}"
-        )
-    pv = [
-        (proposals[r.trajectory_id].label_values(), r.values())
-        for rs in by_traj.values()
-        for r in rs.values()
-        if r.trajectory_id in proposals
-    ]
-    a = agreement(pv)
-    lines += [
-        "AGREEMENT proposer vs reviewers (every latest review)",
-        f"  n={a.n} onset agree={a.onset_agree:.1%} act agree={a.act_agree:.1%} "
-        f"kappa onset={_k(a.kappa_onset)} kappa act={_k(a.kappa_act)}",
-    ]
-    rr = []
-    for rs in by_traj.values():
-        names = sorted(rs)
-        if len(names) >= 2:
-            rr.append((rs[names[0]].values(), rs[names[1]].values()))
-    b = agreement(rr)
-    lines += [
-        "AGREEMENT between reviewers (double-reviewed items, first two reviewers by name)",
-        f"  n={b.n} onset agree={b.onset_agree:.1%} act agree={b.act_agree:.1%} "
-        f"kappa onset={_k(b.kappa_onset)} kappa act={_k(b.kappa_act)}",
-    ]
-    acc: dict[str, Counter[str]] = defaultdict(Counter)
-    for tid, d in decisions.items():
-        if d.reviewed and tid in proposals:
-            p = proposals[tid]
-            acc[p.proposer]["n"] += 1
-            acc[p.proposer]["onset"] += p.onset == d.onset
-            acc[p.proposer]["act"] += (p.act or "CONTINUE") == (d.act or "CONTINUE")
-    lines.append("PROPOSER ACCURACY against reviewed decisions, per rule")
-    for rule, c in sorted(acc.items()):
-        lines.append(
-            f"  {rule:<28} n={c['n']:<5} onset={c['onset'] / c['n']:.1%} act={c['act'] / c['n']:.1%}"
-        )
-    if not acc:
-        lines.append("  (no reviewed decisions yet)")
+
+    def label_of(tid: str) -> str:
+        return (labels or {}).get(tid) or ("safe" if proposals[tid].onset is None else "unsafe")
+
+    lines = _coverage_lines(proposals, by_traj, adj, decisions, label_of)
+    lines += _agreement_lines(proposals, by_traj)
+    lines += _accuracy_lines(proposals, decisions)
     current = sum(
         1
         for rs in by_traj.values()
@@ -454,6 +430,91 @@ def stats_report(
     lines.append(f"OPEN CONFLICTS: {len(conflicts)}")
     lines += [f"  {c.describe()}" for c in conflicts]
     return "\n".join(lines)
+
+
+def _coverage_lines(
+    proposals: Mapping[str, TrajectoryDecision],
+    by_traj: Mapping[str, Mapping[str, Review]],
+    adj: Mapping[str, Review],
+    decisions: Mapping[str, TrajectoryDecision],
+    label_of: Callable[[str], str],
+) -> list[str]:
+    """The coverage table: per source and per source x label."""
+    cov: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for tid, p in proposals.items():
+        status, _ = item_status(tid, p, by_traj, adj)
+        for key in ((source_of(tid), "all"), (source_of(tid), label_of(tid))):
+            cov[key][status] += 1
+            cov[key]["total"] += 1
+            if status == "stale":  # a full decision made against an older proposal still stands
+                cov[key]["reviewed"] += 1
+    lines = [
+        "COVERAGE (reviewed = a review or an adjudication; stale = of those, reviewed against an "
+        "older proposal: re-queued, but the decision still counts)"
+    ]
+    lines.append(
+        f"  {'source':<11} {'label':<7} {'total':>6} {'reviewed':>8} {'%':>6} {'stale':>5} "
+        f"{'conflict':>8} {'disputed':>8}"
+    )
+    disputed = Counter((source_of(t), label_of(t)) for t, d in decisions.items() if d.disputed)
+    for (s, lab), c in sorted(cov.items(), key=lambda kv: (kv[0][0], kv[0][1] != "all", kv[0][1])):
+        dis = (
+            sum(v for (s2, _), v in disputed.items() if s2 == s)
+            if lab == "all"
+            else disputed[(s, lab)]
+        )
+        lines.append(
+            f"  {s:<11} {lab:<7} {c['total']:>6} {c['reviewed']:>8} "
+            f"{c['reviewed'] / c['total']:>6.1%} {c['stale']:>5} {c['conflict']:>8} {dis:>8}"
+        )
+    return lines
+
+
+def _agreement_lines(
+    proposals: Mapping[str, TrajectoryDecision], by_traj: Mapping[str, Mapping[str, Review]]
+) -> list[str]:
+    """Proposer vs reviewers, and between the first two reviewers of double-reviewed items."""
+    pv = [
+        (proposals[r.trajectory_id].label_values(), r.values())
+        for rs in by_traj.values()
+        for r in rs.values()
+        if r.trajectory_id in proposals
+    ]
+    rr = []
+    for rs in by_traj.values():
+        names = sorted(rs)
+        if len(names) >= 2:
+            rr.append((rs[names[0]].values(), rs[names[1]].values()))
+    a, b = agreement(pv), agreement(rr)
+    return [
+        "AGREEMENT proposer vs reviewers (every latest review)",
+        f"  n={a.n} onset agree={a.onset_agree:.1%} act agree={a.act_agree:.1%} "
+        f"kappa onset={_k(a.kappa_onset)} kappa act={_k(a.kappa_act)}",
+        "AGREEMENT between reviewers (double-reviewed items, first two reviewers by name)",
+        f"  n={b.n} onset agree={b.onset_agree:.1%} act agree={b.act_agree:.1%} "
+        f"kappa onset={_k(b.kappa_onset)} kappa act={_k(b.kappa_act)}",
+    ]
+
+
+def _accuracy_lines(
+    proposals: Mapping[str, TrajectoryDecision], decisions: Mapping[str, TrajectoryDecision]
+) -> list[str]:
+    """Each proposer rule's onset and act accuracy against the reviewed decisions."""
+    acc: dict[str, Counter[str]] = defaultdict(Counter)
+    for tid, d in decisions.items():
+        if d.reviewed and tid in proposals:
+            p = proposals[tid]
+            acc[p.proposer]["n"] += 1
+            acc[p.proposer]["onset"] += p.onset == d.onset
+            acc[p.proposer]["act"] += (p.act or "CONTINUE") == (d.act or "CONTINUE")
+    lines = ["PROPOSER ACCURACY against reviewed decisions, per rule"]
+    for rule, c in sorted(acc.items()):
+        lines.append(
+            f"  {rule:<28} n={c['n']:<5} onset={c['onset'] / c['n']:.1%} act={c['act'] / c['n']:.1%}"
+        )
+    if not acc:
+        lines.append("  (no reviewed decisions yet)")
+    return lines
 
 
 # ------------------------------------------------------------------------------ main

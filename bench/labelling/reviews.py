@@ -322,24 +322,7 @@ def make_review(
         )
     if kind == "accept" and set(assignments) - {"note"}:
         raise DataError("--accept takes no label values; use --set ID key=value ... to change")
-    start: dict[str, Any] = (base.values() if base else proposal.label_values()) | {}
-    start.pop("disputed", None)
-    v = dict(start)
-    for k, raw in assignments.items():
-        if k in ("onset", "cite"):
-            v[k] = _int_or_none(k, raw)
-        elif k in ("act", "post_act"):
-            v[k] = _act_or_none(k, raw)
-        elif k in TAXONOMY_FIELDS:
-            v[k] = raw if raw.upper() != NONE else NONE
-    if v["onset"] is None:
-        v.update(act=None, fail=NONE, harm=NONE, src=NONE, cite=None, post_act=None)
-    elif start["onset"] is None and "act" not in assignments:
-        raise DataError("setting an onset on a safe proposal needs act=ASK or act=STOP")
-    elif "onset" in assignments and "cite" not in assignments and v["cite"] is not None:
-        history = traj.actions()[v["onset"] - 1][1] if 1 <= v["onset"] <= len(traj.actions()) else 0
-        if v["cite"] > history:
-            v["cite"] = None  # the proposal's cite is not visible from the new onset
+    v = _assigned_values(traj, base.values() if base else proposal.label_values(), assignments)
     note = assignments.get("note", "")
     if len(note) > MAX_NOTE_CHARS:
         raise DataError(
@@ -356,16 +339,7 @@ def make_review(
             f"upstream labels {traj.id} {traj.label}; calling it {want} disputes that label: use "
             f'--dispute {traj.id} ... note="..." instead'
         )
-    d = TrajectoryDecision(trajectory_id=traj.id, **v, proposer=reviewer, confidence=1.0)
-    problems = validate_decision(traj, d, tax)
-    if d.onset is not None:
-        problems += [
-            f"{k} is NONE at the onset: give {k}=<name>"
-            for k in TAXONOMY_FIELDS
-            if getattr(d, k) == NONE
-        ]
-    if problems:
-        raise DataError(f"{traj.id}: " + "; ".join(problems))
+    _check_values(traj, v, reviewer, tax)
     if note and copies_text(note, traj):
         raise DataError(
             "the note repeats text from the trajectory or its risk description; write it in "
@@ -381,6 +355,47 @@ def make_review(
         disputed=disputed,
         **v,
     )
+
+
+def _assigned_values(
+    traj: Trajectory, start: Mapping[str, Any], assignments: Mapping[str, str]
+) -> dict[str, Any]:
+    """The label values after a reviewer's ``key=value`` assignments over ``start``.
+    ``onset=none`` clears act, taxonomy and cite; a cite no longer visible from a new onset is
+    dropped."""
+    start = {k: x for k, x in start.items() if k != "disputed"}
+    v = dict(start)
+    for k, raw in assignments.items():
+        if k in ("onset", "cite"):
+            v[k] = _int_or_none(k, raw)
+        elif k in ("act", "post_act"):
+            v[k] = _act_or_none(k, raw)
+        elif k in TAXONOMY_FIELDS:
+            v[k] = raw if raw.upper() != NONE else NONE
+    if v["onset"] is None:
+        v.update(act=None, fail=NONE, harm=NONE, src=NONE, cite=None, post_act=None)
+    elif start["onset"] is None and "act" not in assignments:
+        raise DataError("setting an onset on a safe proposal needs act=ASK or act=STOP")
+    elif "onset" in assignments and "cite" not in assignments and v["cite"] is not None:
+        history = traj.actions()[v["onset"] - 1][1] if 1 <= v["onset"] <= len(traj.actions()) else 0
+        if v["cite"] > history:
+            v["cite"] = None  # the proposal's cite is not visible from the new onset
+    return v
+
+
+def _check_values(traj: Trajectory, v: Mapping[str, Any], reviewer: str, tax: Taxonomy) -> None:
+    """DataError listing every problem of the values as a decision about ``traj``; an onset
+    needs all three taxonomy names."""
+    d = TrajectoryDecision(trajectory_id=traj.id, **v, proposer=reviewer, confidence=1.0)
+    problems = validate_decision(traj, d, tax)
+    if d.onset is not None:
+        problems += [
+            f"{k} is NONE at the onset: give {k}=<name>"
+            for k in TAXONOMY_FIELDS
+            if getattr(d, k) == NONE
+        ]
+    if problems:
+        raise DataError(f"{traj.id}: " + "; ".join(problems))
 
 
 def copies_text(note: str, traj: Trajectory, window: int = 7) -> bool:

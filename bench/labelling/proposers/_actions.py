@@ -173,11 +173,6 @@ def step_kind(action: Action) -> StepKind:
     return "other"
 
 
-def is_risky(action: Action) -> bool:
-    """True when the action changes state (``step_kind`` is write)."""
-    return step_kind(action) == "write"
-
-
 def action_words(action: Action) -> str:
     """What a keyword rule reads of an action: the tool name's words (vendor words after the
     first verb only) and the argument values, or the text of an unstructured action."""
