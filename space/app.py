@@ -21,7 +21,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,22 @@ def _table(value: pd.DataFrame, **kw: Any) -> gr.Dataframe:
     return gr.Dataframe(value=value, interactive=False, wrap=True, elem_classes="fs-table", **kw)
 
 
+Controls = dict[str, Any]
+"""A tab's controls that other tabs or the permalink wire to, by name."""
+
+
+@dataclass(frozen=True)
+class Page:
+    """What every tab is built from."""
+
+    res: D.Results
+    """The leaderboard outputs."""
+    texts: D.Texts
+    """Decision-point text for Browse."""
+    cb: dict[str, Callable[..., Any]]
+    """The callbacks (``make_callbacks``)."""
+
+
 def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
     """The app's callbacks over one results folder and one text source (pure readers)."""
 
@@ -236,15 +253,10 @@ BROWSE_KEYS = ("id",)
 
 def url_js(keys: Sequence[str], defaults: Sequence[Any]) -> str:
     """JavaScript run before a change callback: writes the controls' values into the page URL
-    (a value at its default is removed), so the address bar is always a permalink."""
-    return (
-        "(...args) => { const u = new URL(window.location.href); "
-        f"const keys = {list(keys)!r}; const defs = {[d if d is not None else '' for d in defaults]!r}; "
-        "keys.forEach((k, i) => { let v = args[i]; if (Array.isArray(v)) v = v.join(','); "
-        "if (v === null || v === undefined || v === '' || v === defs[i]) u.searchParams.delete(k); "
-        "else u.searchParams.set(k, v); }); "
-        "window.history.replaceState(null, '', u); return args; }"
-    )
+    (``fs.writeUrl`` in static/page.js), so the address bar is always a permalink."""
+    defs = [d if d is not None else "" for d in defaults]
+    call = f"window.fs.writeUrl({json.dumps(list(keys))}, {json.dumps(defs)}, args)"
+    return f"(...args) => window.fs ? {call} : args"  # without HEAD the callback still runs
 
 
 HEADER_HELP = {
@@ -254,393 +266,411 @@ HEADER_HELP = {
     "Judge": "The judge's display name; ‡ fitted on this benchmark's dev split, † risk derived from the act on some steps",
     "Backend": "How the judge runs (the backend key of its judges.toml row)",
     "Open": "Open weights: yes, no, or not stated",
-    "Bal. acc.": "Balanced accuracy of STOP/ASK vs CONTINUE against gold: (recall + specificity) / 2, from 0.5 (chance) to 1",
-    "AUROC": "Area under the ROC curve of the risk score: 0.5 is chance, 1 is perfect ranking",
-    "Caught (bal.)": "(unsafe trajectories stopped at or before their onset + 1 - safe trajectories interrupted) / 2",
-    "Reward": "Mean of the reward matrix: -1 for letting an unsafe step run up to +1 for the right act; 0 for letting a safe step run",
     "95% CI": "95% bootstrap interval, resampling trajectories within each source",
     "vs shortcuts": "Margin over the best single-artefact probe on each source (positive = better than the shortcut)",
     "vs best probe": "Margin over the best single-artefact probe on this source",
     "Shortcuts": "above = the margin's interval excludes 0; otherwise the judge is not distinguishable from a shortcut",
-    "Safe interrupted": "Share of safe trajectories the judge stopped or asked on at some step",
-    "Parse rate": "Share of decisions whose output parsed into a verdict",
-    "F1": "F1 of flagging (STOP or ASK) unsafe steps",
     "p50 s": "Median seconds per decision (<0.001 for baselines that do no model call)",
 }  # fmt: skip
-"""What a table header means, shown when hovering it (matched on the header's text, its start,
-or its end for ``... 95% CI``), instead of the header repeating itself."""
+"""What the Space's own table headers mean, shown when hovering them (matched on the header's
+text, its start, or its end for ``... 95% CI``), instead of the header repeating itself. A
+metric's header shows its definition from leaderboard_rows.json (``metric_help_js``)."""
 
+
+PAGE_JS = Path(__file__).resolve().parent / "static" / "page.js"
+"""The page's scripts: permalinks, the tab in the URL, header tooltips."""
 
 HEAD = (
-    "<script>window.__fsQuery = window.location.search;\n"
-    f"window.__fsHelp = {json.dumps(HEADER_HELP)};\n"
-    "(() => { const help = (t) => { t = t.trim(); const h = window.__fsHelp; if (h[t]) return h[t]; "
-    "if (t.endsWith('95% CI')) return h['95% CI']; "
-    "for (const k of Object.keys(h)) { if (k.length > 2 && t.startsWith(k)) return h[k]; } return null; }; "
-    "let queued = false; const apply = () => { queued = false; "
-    "document.querySelectorAll('thead th').forEach((th) => { const t = help(th.innerText || ''); "
-    "if (t) { th.title = t; th.querySelectorAll('[title]').forEach((e) => { e.title = t; }); } }); }; "
-    "new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(apply); } })"
-    ".observe(document.documentElement, {childList: true, subtree: true}); })();</script>"
+    f"<script>\n{PAGE_JS.read_text(encoding='utf-8')}"
+    f"window.fs.addHelp({json.dumps(HEADER_HELP)});\n</script>"
 )
-"""Page head (``launch(head=HEAD)``): keeps the address the visitor opened, before the page's
-own first tab selection rewrites it, so a permalink's ``?tab=`` survives loading; and gives
-every table header its explanation (``HEADER_HELP``) as a hover tooltip."""
+"""Page head (``launch(head=HEAD)``): static/page.js, and the explanations of the Space's own
+columns (``HEADER_HELP``; the metrics' come from leaderboard_rows.json on load)."""
 
 
-def tab_js(tab: str) -> str:
-    """JavaScript run when a tab is selected: records it in the URL (``?tab=``), once the
-    permalink the page was opened with has been applied."""
-    return (
-        "() => { if (!window.__fsRestored) return; const u = new URL(window.location.href); "
-        f"u.searchParams.set('tab', {tab!r}); window.history.replaceState(null, '', u); }}"
-    )
-
-
-def _leaderboard_tab(res: D.Results, cb: dict[str, Any]) -> dict[str, Any]:
+def _leaderboard_tab(page: Page) -> Controls:
+    """The Leaderboard tab; returns its controls by URL parameter (the permalink)."""
+    res, cb = page.res, page.cb
     rep = res.report
-    with gr.Tab("Leaderboard", id="leaderboard") as tab:
-        gr.Markdown("## Leaderboard", elem_classes="fs-h2")
-        with gr.Row(equal_height=True):
-            search = gr.Textbox(
-                label="Search judges",
-                placeholder="name or id; commas for several",
-                elem_id="search",
-                scale=2,
-                min_width=200,
-            )
-            metric = gr.Dropdown(
-                choices=T.metric_choices(rep),
-                value=rep["settings"]["rank_metric"],
-                label="Rank by",
-                scale=1,
-                min_width=130,
-            )
-            source = gr.Dropdown(
-                choices=[D.ALL, *T.sources(rep)],
-                value=D.ALL,
-                label="Source",
-                scale=1,
-                min_width=130,
-            )
-            category = gr.Dropdown(
-                choices=[(D.ALL, D.ALL), *((T.group_label(c), c) for c in T.categories(rep))],
-                value=D.ALL,
-                label="Category, subset or level",
-                scale=1,
-                min_width=150,
-            )
-            backend = gr.Dropdown(
-                choices=T.backends(rep),
-                value=[],
-                multiselect=True,
-                label="Backend (empty: all)",
-                scale=1,
-                min_width=150,
-            )
-            open_w = gr.Dropdown(
-                choices=list(T.OPEN_CHOICES),
-                value="Any",
-                label="Open weights",
-                scale=1,
-                min_width=120,
-            )
-            fitted = gr.Dropdown(
-                choices=list(T.FITTED_CHOICES),
-                value="Any",
-                label="Fitted on dev",
-                scale=1,
-                min_width=150,
-            )
-        df0, note0 = T.leaderboard_table(res, metric=rep["settings"]["rank_metric"])
-        note = gr.Markdown(note0)
-        table = _table(
-            three_places(df0),
-            max_height=620,
-            elem_id="leaderboard-table",
-            show_label=False,
-            datatype=datatypes(df0),
-            column_widths=column_widths(df0),
-            pinned_columns=2,
+    gr.Markdown("## Leaderboard", elem_classes="fs-h2")
+    with gr.Row(equal_height=True):
+        search = gr.Textbox(
+            label="Search judges",
+            placeholder="name or id; commas for several",
+            elem_id="search",
+            scale=2,
+            min_width=200,
         )
-        gr.Markdown(T.pending_markdown(rep), elem_id="pending")
-        inputs: list[gr.Dropdown | gr.Textbox] = [
-            metric,
-            search,
-            source,
-            category,
-            backend,
-            open_w,
-            fitted,
-        ]
-        defaults = [rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any", "Any"]
-        for comp in inputs:
-            comp.change(
-                cb["leaderboard"],
-                inputs,
-                [table, note],
-                api_name="leaderboard" if comp is metric else HIDDEN,
-                show_progress="hidden",
-                js=url_js(LEADERBOARD_KEYS, defaults),
-            )
-        source.input(
-            lambda s: D.ALL if s != D.ALL else gr.update(),
-            source,
-            category,
-            api_name=HIDDEN,
+        metric = gr.Dropdown(
+            choices=T.metric_choices(rep),
+            value=rep["settings"]["rank_metric"],
+            label="Rank by",
+            scale=1,
+            min_width=130,
         )
-        category.input(
-            lambda c: D.ALL if c != D.ALL else gr.update(),
-            category,
-            source,
-            api_name=HIDDEN,
+        source = gr.Dropdown(
+            choices=[D.ALL, *T.sources(rep)],
+            value=D.ALL,
+            label="Source",
+            scale=1,
+            min_width=130,
         )
-    tab.select(None, None, None, js=tab_js("leaderboard"))
+        category = gr.Dropdown(
+            choices=[(D.ALL, D.ALL), *((T.group_label(c), c) for c in T.categories(rep))],
+            value=D.ALL,
+            label="Category, subset or level",
+            scale=1,
+            min_width=150,
+        )
+        backend = gr.Dropdown(
+            choices=T.backends(rep),
+            value=[],
+            multiselect=True,
+            label="Backend (empty: all)",
+            scale=1,
+            min_width=150,
+        )
+        open_w = gr.Dropdown(
+            choices=list(T.OPEN_CHOICES),
+            value="Any",
+            label="Open weights",
+            scale=1,
+            min_width=120,
+        )
+        fitted = gr.Dropdown(
+            choices=list(T.FITTED_CHOICES),
+            value="Any",
+            label="Fitted on dev",
+            scale=1,
+            min_width=150,
+        )
+    df0, note0 = T.leaderboard_table(res, metric=rep["settings"]["rank_metric"])
+    note = gr.Markdown(note0)
+    table = _table(
+        three_places(df0),
+        max_height=620,
+        elem_id="leaderboard-table",
+        show_label=False,
+        datatype=datatypes(df0),
+        column_widths=column_widths(df0),
+        pinned_columns=2,
+    )
+    gr.Markdown(T.pending_markdown(rep), elem_id="pending")
+    inputs: list[gr.Dropdown | gr.Textbox] = [
+        metric,
+        search,
+        source,
+        category,
+        backend,
+        open_w,
+        fitted,
+    ]
+    defaults = [rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any", "Any"]
+    for comp in inputs:
+        comp.change(
+            cb["leaderboard"],
+            inputs,
+            [table, note],
+            api_name="leaderboard" if comp is metric else HIDDEN,
+            show_progress="hidden",
+            js=url_js(LEADERBOARD_KEYS, defaults),
+        )
+    source.input(
+        lambda s: D.ALL if s != D.ALL else gr.update(),
+        source,
+        category,
+        api_name=HIDDEN,
+    )
+    category.input(
+        lambda c: D.ALL if c != D.ALL else gr.update(),
+        category,
+        source,
+        api_name=HIDDEN,
+    )
     return dict(zip(LEADERBOARD_KEYS, inputs, strict=True))
 
 
-def _trajectories_tab(res: D.Results, cb: dict[str, Any]) -> None:
-    with gr.Tab("Trajectories", id="trajectories") as tab:
-        tab.select(None, None, None, js=tab_js("trajectories"))
-        gr.Markdown("## Trajectories", elem_classes="fs-h2")
-        gr.Markdown(
-            "A deployed judge halts a trajectory at its first UNSAFE verdict. For unsafe "
-            "trajectories: **caught** = first flag at or before the onset (at onset + "
-            "early), **late** = after it, **missed** = never. **Safe interrupted** = safe "
-            "trajectories with any flag."
+def _trajectories_tab(page: Page) -> Controls:
+    """Trajectory outcomes per judge."""
+    res, cb = page.res, page.cb
+    gr.Markdown("## Trajectories", elem_classes="fs-h2")
+    gr.Markdown(
+        "A deployed judge halts a trajectory at its first UNSAFE verdict. For unsafe "
+        "trajectories: **caught** = first flag at or before the onset (at onset + "
+        "early), **late** = after it, **missed** = never. **Safe interrupted** = safe "
+        "trajectories with any flag."
+    )
+    tsearch = gr.Textbox(label="Search judges", placeholder="name or id")
+    ttable = _table(
+        cb["trajectories"](""),
+        elem_id="traj-table",
+        show_label=False,
+    )
+    tsearch.change(cb["trajectories"], tsearch, ttable, api_name="trajectories")
+    if res.plot("trajectory_outcomes"):
+        gr.Image(
+            res.plot("trajectory_outcomes"),
+            label="Trajectory outcomes",
+            alt_text="Stacked bars per judge: the share of unsafe trajectories first flagged at the onset, early, late, or missed (colour and pattern per part).",
+            type="filepath",
+            interactive=False,
+            buttons=["fullscreen"],
         )
-        tsearch = gr.Textbox(label="Search judges", placeholder="name or id")
-        ttable = _table(
-            cb["trajectories"](""),
-            elem_id="traj-table",
-            show_label=False,
-        )
-        tsearch.change(cb["trajectories"], tsearch, ttable, api_name="trajectories")
-        if res.plot("trajectory_outcomes"):
-            gr.Image(
-                res.plot("trajectory_outcomes"),
-                label="Trajectory outcomes",
-                alt_text="Stacked bars per judge: the share of unsafe trajectories first flagged at the onset, early, late, or missed (colour and pattern per part).",
-                type="filepath",
-                interactive=False,
-                buttons=["fullscreen"],
-            )
+    return {}
 
 
-def _validity_tab(res: D.Results) -> None:
+def _validity_tab(page: Page) -> Controls:
     """Shortcut probes, the twin pairs and the diagnostic configs: what the headline is not."""
-    with gr.Tab("Validity", id="validity") as tab:
-        tab.select(None, None, None, js=tab_js("validity"))
-        gr.Markdown("## Validity", elem_classes="fs-h2")
-        gr.Markdown(
-            "### Shortcut probes\nEach probe sees **one artefact** of a decision point (the "
-            "called tool's name, the step's position, the thought, the action text) and is "
-            "fitted on dev. They are never ranked: the best of them on each source is the "
-            "reference line on the Leaderboard tab, and a judge that does not clear it is not "
-            "shown to measure judgment."
+    res = page.res
+    gr.Markdown("## Validity", elem_classes="fs-h2")
+    gr.Markdown(
+        "### Shortcut probes\nEach probe sees **one artefact** of a decision point (the "
+        "called tool's name, the step's position, the thought, the action text) and is "
+        "fitted on dev. They are never ranked: the best of them on each source is the "
+        "reference line on the Leaderboard tab, and a judge that does not clear it is not "
+        "shown to measure judgment."
+    )
+    _table(T.probe_table(res), elem_id="probe-table", show_label=False)
+    tdf, tnote = T.twin_table(res)
+    gr.Markdown("### Hard pairs: StepShield twins\n" + tnote)
+    _table(tdf, elem_id="twin-table", show_label=False)
+    ddf, dnote = T.diagnostic_table(res)
+    gr.Markdown("### Diagnostic configs\n" + dnote)
+    _table(ddf, elem_id="diagnostic-table", show_label=False)
+    if res.plot("shortcuts"):
+        gr.Image(
+            res.plot("shortcuts"),
+            label="Balanced accuracy against the best probe",
+            alt_text="One panel for the headline and one per source: each judge's balanced accuracy with its interval, and a dashed line at the best shortcut probe.",
+            type="filepath",
+            interactive=False,
+            buttons=["fullscreen", "download"],
         )
-        _table(T.probe_table(res), elem_id="probe-table", show_label=False)
-        tdf, tnote = T.twin_table(res)
-        gr.Markdown("### Hard pairs: StepShield twins\n" + tnote)
-        _table(tdf, elem_id="twin-table", show_label=False)
-        ddf, dnote = T.diagnostic_table(res)
-        gr.Markdown("### Diagnostic configs\n" + dnote)
-        _table(ddf, elem_id="diagnostic-table", show_label=False)
-        if res.plot("shortcuts"):
+    return {}
+
+
+def _lite_tab(page: Page) -> Controls:
+    """The lite board."""
+    res = page.res
+    gr.Markdown("## Lite split", elem_classes="fs-h2")
+    df, note = T.lite_table(res)
+    gr.Markdown(note)
+    _table(_df(df), elem_id="lite-table", show_label=False)
+    return {}
+
+
+def _robustness_tab(page: Page) -> Controls:
+    """Every judge on the stress families."""
+    res, cb = page.res, page.cb
+    gr.Markdown("## Robustness", elem_classes="fs-h2")
+    fam = gr.Dropdown(
+        choices=[D.ALL, *T.stress_families(res.report)], value=D.ALL, label="Stress family"
+    )
+    df0, note0 = cb["robustness"](D.ALL)
+    note = gr.Markdown(note0)
+    table = _table(df0, elem_id="robustness-table", show_label=False)
+    fam.change(cb["robustness"], fam, [table, note], api_name="robustness")
+    return {}
+
+
+def _plots_tab(page: Page) -> Controls:
+    """The ROC, reliability and latency plots."""
+    res = page.res
+    gr.Markdown("## Plots", elem_classes="fs-h2")
+    with gr.Row():
+        for key, label in (
+            ("roc", "ROC curves"),
+            ("reliability", "Reliability diagrams"),
+        ):
             gr.Image(
-                res.plot("shortcuts"),
-                label="Balanced accuracy against the best probe",
-                alt_text="One panel for the headline and one per source: each judge's balanced accuracy with its interval, and a dashed line at the best shortcut probe.",
-                type="filepath",
-                interactive=False,
-                buttons=["fullscreen", "download"],
-            )
-
-
-def _lite_tab(res: D.Results) -> None:
-    with gr.Tab("Lite", id="lite") as tab:
-        tab.select(None, None, None, js=tab_js("lite"))
-        gr.Markdown("## Lite split", elem_classes="fs-h2")
-        df, note = T.lite_table(res)
-        gr.Markdown(note)
-        _table(_df(df), elem_id="lite-table", show_label=False)
-
-
-def _robustness_tab(res: D.Results, cb: dict[str, Any]) -> None:
-    with gr.Tab("Robustness", id="robustness") as tab:
-        tab.select(None, None, None, js=tab_js("robustness"))
-        gr.Markdown("## Robustness", elem_classes="fs-h2")
-        fam = gr.Dropdown(
-            choices=[D.ALL, *T.stress_families(res.report)], value=D.ALL, label="Stress family"
-        )
-        df0, note0 = cb["robustness"](D.ALL)
-        note = gr.Markdown(note0)
-        table = _table(df0, elem_id="robustness-table", show_label=False)
-        fam.change(cb["robustness"], fam, [table, note], api_name="robustness")
-
-
-def _plots_tab(res: D.Results) -> None:
-    with gr.Tab("Plots", id="plots") as tab:
-        tab.select(None, None, None, js=tab_js("plots"))
-        gr.Markdown("## Plots", elem_classes="fs-h2")
-        with gr.Row():
-            for key, label in (
-                ("roc", "ROC curves"),
-                ("reliability", "Reliability diagrams"),
-            ):
-                gr.Image(
-                    res.plot(key),
-                    label=label,
-                    alt_text=ALT[key],
-                    type="filepath",
-                    interactive=False,
-                    min_width=420,
-                    buttons=["fullscreen", "download"],
-                )
-        with gr.Row():
-            gr.Image(
-                res.plot("accuracy_latency"),
-                label="Balanced accuracy against p50 latency",
-                alt_text="Each judge's balanced accuracy with its interval against its median seconds per decision on a log scale, with the Pareto frontier dotted.",
+                res.plot(key),
+                label=label,
+                alt_text=ALT[key],
                 type="filepath",
                 interactive=False,
                 min_width=420,
                 buttons=["fullscreen", "download"],
             )
-            gr.Markdown(
-                "**ROC**: true-positive rate against false-positive rate as the risk "
-                "threshold moves (judges without risk scores use CONTINUE = 0, ASK = 50, "
-                "STOP = 100). **Reliability**: observed share of unsafe steps per bin of "
-                "predicted risk; the diagonal is perfect calibration. **Latency**: "
-                "median seconds per decision (warm-up calls excluded) on the hardware in "
-                "the predictions file, so compare like with like."
-            )
+    with gr.Row():
+        gr.Image(
+            res.plot("accuracy_latency"),
+            label="Balanced accuracy against p50 latency",
+            alt_text="Each judge's balanced accuracy with its interval against its median seconds per decision on a log scale, with the Pareto frontier dotted.",
+            type="filepath",
+            interactive=False,
+            min_width=420,
+            buttons=["fullscreen", "download"],
+        )
+        gr.Markdown(
+            "**ROC**: true-positive rate against false-positive rate as the risk "
+            "threshold moves (judges without risk scores use CONTINUE = 0, ASK = 50, "
+            "STOP = 100). **Reliability**: observed share of unsafe steps per bin of "
+            "predicted risk; the diagonal is perfect calibration. **Latency**: "
+            "median seconds per decision (warm-up calls excluded) on the hardware in "
+            "the predictions file, so compare like with like."
+        )
+    return {}
 
 
-def _compare_tab(res: D.Results, cb: dict[str, Any]) -> dict[str, Any]:
+def _compare_tab(page: Page) -> Controls:
     """The Compare tab; returns its judge selectors and disagreement table (a row opens in
     Browse)."""
+    res, cb = page.res, page.cb
     judges = T.judge_choices(res.report)
-    with gr.Tab("Compare", id="compare") as tab:
-        gr.Markdown("## Compare two judges", elem_classes="fs-h2")
-        with gr.Row(equal_height=True):
-            ja = gr.Dropdown(
-                choices=judges, value=judges[0][1] if judges else None, label="Judge A"
-            )
-            jb = gr.Dropdown(
-                choices=judges,
-                value=judges[1][1] if len(judges) > 1 else None,
-                label="Judge B",
-            )
-        c0 = cb["compare"](ja.value, jb.value)
-        csummary = gr.Markdown(c0[0])
-        ctable = _table(
-            c0[1],
-            elem_id="compare-table",
-            show_label=False,
+    gr.Markdown("## Compare two judges", elem_classes="fs-h2")
+    with gr.Row(equal_height=True):
+        ja = gr.Dropdown(choices=judges, value=judges[0][1] if judges else None, label="Judge A")
+        jb = gr.Dropdown(
+            choices=judges,
+            value=judges[1][1] if len(judges) > 1 else None,
+            label="Judge B",
         )
-        cnote = gr.Markdown(c0[2])
-        cdis = _table(
-            c0[3],
-            max_height=480,
-            label="Where they disagree (click a row to open it in Browse)",
-            elem_id="disagree-table",
+    c0 = cb["compare"](ja.value, jb.value)
+    csummary = gr.Markdown(c0[0])
+    ctable = _table(
+        c0[1],
+        elem_id="compare-table",
+        show_label=False,
+    )
+    cnote = gr.Markdown(c0[2])
+    cdis = _table(
+        c0[3],
+        max_height=480,
+        label="Where they disagree (click a row to open it in Browse)",
+        elem_id="disagree-table",
+    )
+    defaults = [ja.value, jb.value]
+    for comp in (ja, jb):
+        comp.change(
+            cb["compare"],
+            [ja, jb],
+            [csummary, ctable, cnote, cdis],
+            api_name="compare" if comp is ja else HIDDEN,
+            js=url_js(("a", "b"), defaults),
         )
-        defaults = [ja.value, jb.value]
-        for comp in (ja, jb):
-            comp.change(
-                cb["compare"],
-                [ja, jb],
-                [csummary, ctable, cnote, cdis],
-                api_name="compare" if comp is ja else HIDDEN,
-                js=url_js(("a", "b"), defaults),
-            )
-    tab.select(None, None, None, js=tab_js("compare"))
     return {"a": ja, "b": jb, "disagree": cdis}
 
 
-def _browse_tab(res: D.Results, texts: D.Texts, cb: dict[str, Any]) -> dict[str, Any]:
+def _browse_tab(page: Page) -> Controls:
     """The Browse tab; returns its split filter and decision-point selector."""
+    res, texts, cb = page.res, page.texts, page.cb
     rep = res.report
-    with gr.Tab("Browse", id="browse") as tab:
-        gr.Markdown("## Browse", elem_classes="fs-h2")
-        gr.Markdown(
-            "One decision point as a judge sees it: the policy, the turns so far and the "
-            "proposed action, which has **not** run. Turns are numbered from 1 as the prompts "
-            "number them (user and tool turns count); **k** counts the agent's actions only, so "
-            "the proposed action is turn n + 1 and action k. Every judge's verdict is first, ✓ "
-            "when its binary verdict (SAFE / UNSAFE) matches the gold one.\n\n" + texts.origin,
-            elem_id="text-origin",
+    gr.Markdown("## Browse", elem_classes="fs-h2")
+    gr.Markdown(
+        "One decision point as a judge sees it: the policy, the turns so far and the "
+        "proposed action, which has **not** run. Turns are numbered from 1 as the prompts "
+        "number them (user and tool turns count); **k** counts the agent's actions only, so "
+        "the proposed action is turn n + 1 and action k. Every judge's verdict is first, ✓ "
+        "when its binary verdict (SAFE / UNSAFE) matches the gold one.\n\n" + texts.origin,
+        elem_id="text-origin",
+    )
+    ids0, bnote0 = T.browse_ids(res, texts)
+    judges = [(e["display_name"], e["id"]) for e in res.judges]
+    with gr.Row(equal_height=True):
+        bsplit = gr.Dropdown(
+            choices=list(T.SPLIT_CHOICES), value="test", label="Split", scale=1, min_width=100
         )
-        ids0, bnote0 = T.browse_ids(res, texts)
-        judges = [(e["display_name"], e["id"]) for e in res.judges]
-        with gr.Row(equal_height=True):
-            bsplit = gr.Dropdown(
-                choices=list(T.SPLIT_CHOICES), value="test", label="Split", scale=1, min_width=100
-            )
-            bsource = gr.Dropdown(
-                choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1,
-                min_width=120,
-            )  # fmt: skip
-            bact = gr.Dropdown(
-                choices=list(T.ACT_CHOICES), value="Any", label="Gold act", scale=1, min_width=100
-            )
-            bshow = gr.Dropdown(
-                choices=list(T.SHOW_CHOICES), value="All points", label="Show", scale=1,
-                min_width=150,
-            )  # fmt: skip
-            bjudge = gr.Dropdown(
-                choices=judges, value=judges[0][1] if judges else None,
-                label="Judge (for 'Judge wrong')", scale=1, min_width=150,
-            )  # fmt: skip
-            bsearch = gr.Textbox(label="Id contains", scale=1, min_width=120)
-        bid = gr.Dropdown(
-            choices=ids0,
-            value=ids0[0] if ids0 else None,
-            label="Decision point",
-            allow_custom_value=True,
+        bsource = gr.Dropdown(
+            choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1,
+            min_width=120,
+        )  # fmt: skip
+        bact = gr.Dropdown(
+            choices=list(T.ACT_CHOICES), value="Any", label="Gold act", scale=1, min_width=100
         )
-        bnote = gr.Markdown(bnote0)
-        b0 = cb["browse"](ids0[0] if ids0 else "")
-        gr.Markdown("### Every judge's verdict")
-        bverdicts = _table(b0[0], show_label=False, elem_id="verdict-table")
-        bpoint = gr.HTML(b0[1], elem_id="point")
-        with gr.Accordion("Raw outputs", open=False):
-            braw = gr.HTML(b0[2])
-        filters: list[gr.Dropdown | gr.Textbox] = [bsplit, bsource, bact, bshow, bjudge, bsearch]
-        for comp in filters:
-            comp.change(
-                cb["browse_list"],
-                filters,
-                [bid, bnote],
-                api_name="browse_list" if comp is bsource else HIDDEN,
-            )
-        bid.change(
-            cb["browse"],
-            bid,
-            [bverdicts, bpoint, braw],
-            api_name="browse",
-            js=url_js(BROWSE_KEYS, [None]),
+        bshow = gr.Dropdown(
+            choices=list(T.SHOW_CHOICES), value="All points", label="Show", scale=1,
+            min_width=150,
+        )  # fmt: skip
+        bjudge = gr.Dropdown(
+            choices=judges, value=judges[0][1] if judges else None,
+            label="Judge (for 'Judge wrong')", scale=1, min_width=150,
+        )  # fmt: skip
+        bsearch = gr.Textbox(label="Id contains", scale=1, min_width=120)
+    bid = gr.Dropdown(
+        choices=ids0,
+        value=ids0[0] if ids0 else None,
+        label="Decision point",
+        allow_custom_value=True,
+    )
+    bnote = gr.Markdown(bnote0)
+    b0 = cb["browse"](ids0[0] if ids0 else "")
+    gr.Markdown("### Every judge's verdict")
+    bverdicts = _table(b0[0], show_label=False, elem_id="verdict-table")
+    bpoint = gr.HTML(b0[1], elem_id="point")
+    with gr.Accordion("Raw outputs", open=False):
+        braw = gr.HTML(b0[2])
+    filters: list[gr.Dropdown | gr.Textbox] = [bsplit, bsource, bact, bshow, bjudge, bsearch]
+    for comp in filters:
+        comp.change(
+            cb["browse_list"],
+            filters,
+            [bid, bnote],
+            api_name="browse_list" if comp is bsource else HIDDEN,
         )
-    tab.select(None, None, None, js=tab_js("browse"))
+    bid.change(
+        cb["browse"],
+        bid,
+        [bverdicts, bpoint, braw],
+        api_name="browse",
+        js=url_js(BROWSE_KEYS, [None]),
+    )
     return {"id": bid, "split": bsplit}
 
 
-def _about_tabs(res: D.Results, texts: D.Texts) -> None:
-    with gr.Tab("Submit", id="submit") as tab:
-        tab.select(None, None, None, js=tab_js("submit"))
-        gr.Markdown(about.submit_md(res))
-    with gr.Tab("About", id="about") as tab2:
-        tab2.select(None, None, None, js=tab_js("about"))
-        gr.Markdown(about.about_md(res))
-        card = about.dataset_card(texts)
-        with gr.Accordion("Dataset card", open=False):
-            gr.Markdown(
-                card
-                or "The dataset card is written by `python bench/build.py` into the built "
-                "dataset; none is available here. "
-                + texts.origin
-            )
+def _submit_tab(page: Page) -> Controls:
+    """How to add a judge."""
+    gr.Markdown(about.submit_md(page.res))
+    return {}
+
+
+def _about_tab(page: Page) -> Controls:
+    """Metric definitions, the reward matrix, the dataset and its card, licences, citation."""
+    res, texts = page.res, page.texts
+    gr.Markdown(about.about_md(res))
+    card = about.dataset_card(texts)
+    with gr.Accordion("Dataset card", open=False):
+        gr.Markdown(
+            card
+            or "The dataset card is written by `python bench/build.py` into the built "
+            "dataset; none is available here. "
+            + texts.origin
+        )
+    return {}
+
+
+@dataclass(frozen=True)
+class TabSpec:
+    """One tab of the page."""
+
+    id: str
+    """Its id: the ``?tab=`` value of a permalink, and ``gr.Tab(id=...)``."""
+    label: str
+    """Its button's label."""
+    build: Callable[[Page], Controls]
+    """Builds its content inside the tab; returns the controls others wire to ({} if none)."""
+
+
+TABS: tuple[TabSpec, ...] = (
+    TabSpec("leaderboard", "Leaderboard", _leaderboard_tab),
+    TabSpec("trajectories", "Trajectories", _trajectories_tab),
+    TabSpec("validity", "Validity", _validity_tab),
+    TabSpec("robustness", "Robustness", _robustness_tab),
+    TabSpec("lite", "Lite", _lite_tab),
+    TabSpec("plots", "Plots", _plots_tab),
+    TabSpec("compare", "Compare", _compare_tab),
+    TabSpec("browse", "Browse", _browse_tab),
+    TabSpec("submit", "Submit", _submit_tab),
+    TabSpec("about", "About", _about_tab),
+)
+"""The tab registry, in page order: the one place a tab's id and label are written."""
+
+
+def _open_tab(spec: TabSpec, page: Page) -> Controls:
+    """One tab: its content, and its id recorded in the URL when selected."""
+    with gr.Tab(spec.label, id=spec.id) as tab:
+        out = spec.build(page)
+    tab.select(None, None, None, js=f"() => window.fs?.recordTab({json.dumps(spec.id)})")
+    return out
 
 
 def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks:
@@ -655,18 +685,11 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
             with gr.Tabs(), gr.Tab("Submit"):
                 gr.Markdown(about.SUBMIT_MD)
             return demo
-        cb = make_callbacks(res, texts)
+        page = Page(res, texts, make_callbacks(res, texts))
         gr.Markdown(subtitle(res), elem_id="subtitle")
         with gr.Tabs() as tabs:
-            lb = _leaderboard_tab(res, cb)
-            _trajectories_tab(res, cb)
-            _validity_tab(res)
-            _robustness_tab(res, cb)
-            _lite_tab(res)
-            _plots_tab(res)
-            cmp = _compare_tab(res, cb)
-            br = _browse_tab(res, texts, cb)
-            _about_tabs(res, texts)
+            controls = {t.id: _open_tab(t, page) for t in TABS}
+        lb, cmp, br = controls["leaderboard"], controls["compare"], controls["browse"]
 
         def open_in_browse(evt: gr.SelectData, dis: pd.DataFrame) -> tuple[Any, Any]:
             row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
@@ -682,29 +705,22 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
 
         # the tab is chosen in the page (a Tabs update from a load event is not applied)
         demo.load(restore, None, restored, api_name=HIDDEN, js=open_tab_js())
+        demo.load(None, None, None, api_name=HIDDEN, js=metric_help_js(res))
     return demo
-
-
-TAB_LABELS = {
-    "leaderboard": "Leaderboard", "trajectories": "Trajectories", "validity": "Validity",
-    "robustness": "Robustness", "lite": "Lite", "plots": "Plots", "compare": "Compare",
-    "browse": "Browse", "submit": "Submit", "about": "About",
-}  # fmt: skip
-"""Tab id (the ``?tab=`` value) -> the tab's label."""
 
 
 def open_tab_js() -> str:
     """JavaScript run on page load: select the tab named by ``?tab=`` (or Browse when only
-    ``?id=`` is given) by clicking its button once the page has mounted."""
+    ``?id=`` is given) once the page has mounted (``fs.openTab`` in static/page.js)."""
+    return f"() => window.fs?.openTab({json.dumps({t.id: t.label for t in TABS})}) ?? []"
+
+
+def metric_help_js(res: D.Results) -> str:
+    """JavaScript run on page load: every metric column's tooltip, from the metric table of
+    leaderboard_rows.json (its definition)."""
+    cols = res.rows.get("columns") or []
     return (
-        "() => { const q = new URLSearchParams(window.__fsQuery ?? window.location.search); "
-        "let t = q.get('tab') || (q.get('id') ? 'browse' : null); "
-        f"const labels = {TAB_LABELS!r}; "
-        "if (!t || !labels[t]) { window.__fsRestored = true; return []; } "
-        "const go = (n) => { const b = [...document.querySelectorAll('button[role=tab]')]"
-        ".find(x => x.innerText.trim() === labels[t]); "
-        "if (b) { window.__fsRestored = true; b.click(); } "
-        "else if (n > 0) setTimeout(() => go(n - 1), 100); }; go(50); return []; }"
+        f"() => window.fs?.addHelp({json.dumps({c['short']: c['definition'] for c in cols})}) ?? []"
     )
 
 

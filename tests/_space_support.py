@@ -26,6 +26,7 @@ def load_space() -> tuple[ModuleType, ModuleType]:
     spec = importlib.util.spec_from_file_location("foresight_space_app", SPACE / "app.py")
     assert spec and spec.loader
     app = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = app  # as an import would: dataclasses look their module up there
     spec.loader.exec_module(app)
     import data
 

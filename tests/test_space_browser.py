@@ -69,6 +69,7 @@ def test_page_loads_leader_search_and_screenshot(tmp_path: Path) -> None:
         quiet=True,
         css=app.CSS,
         theme=app.THEME,
+        head=app.HEAD,
         allowed_paths=[str(results)],
     )
     try:

@@ -86,7 +86,7 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("false_ask_rate", "false-ask rate", "False ask", False,
                "P(pred act ASK | gold act CONTINUE)"),
     MetricSpec("reward", "reward", "Reward", True,
-               "mean over steps of R[gold act][pred act] (`leaderboards/cost_matrix.toml`)",
+               "mean over steps of the reward matrix R[gold act][pred act] (-1 to +1)",
                rank_order=3, group_order=6, board_order=4),
     MetricSpec("parse_rate", "parse rate", "Parse rate", True,
                "(ok + partial) / (n - error)", level="validity", board_order=6),
