@@ -34,7 +34,7 @@ from bench.core.errors import IntegrityError
 from bench.core.jsonl import canonical_json
 from bench.core.labels import ACTS
 from bench.core.verdict import ASK_UNSAFE_AT
-from bench.judging.specs import unpinned
+from bench.judging.specs import WEIGHT_BACKENDS
 from bench.metrics.bootstrap import Bootstrap, paired_interval, tie_groups
 from bench.metrics.inputs import CostMatrix, InvalidPolicy
 from bench.metrics.point import cost_per_thousand, latency_percentiles
@@ -92,6 +92,16 @@ def _weights(f: PredictionFile) -> list[dict[str, Any]]:
     return [seen[k] for k in sorted(seen)]
 
 
+def _unpinned(info: JudgeInfo | None, weights: Sequence[Mapping[str, Any]]) -> bool:
+    """Hub weights loaded without a pinned revision and without a recorded commit or digest."""
+    if info is None or info.backend not in WEIGHT_BACKENDS or info.revision or not info.model:
+        return False
+    return not (
+        info.model.startswith("package:")
+        or any(w.get("commit") or w.get("sha256") for w in weights)
+    )
+
+
 HUB_BACKENDS = ("transformers", "vllm", "hf-inference", "embedding")
 """Backends whose ``model`` is a Hugging Face Hub id when it looks like one (``org/name``)."""
 
@@ -126,7 +136,7 @@ def _describe(j: str, f: PredictionFile, info: JudgeInfo | None) -> dict[str, An
         "predictions": f.rel,
         "config_hash": f.config_hash,
         "weights": weights,
-        "unpinned": info is not None and unpinned(info, weights),
+        "unpinned": _unpinned(info, weights),
     }
 
 
