@@ -36,10 +36,6 @@ DEFAULT_FLAVOR = "a10g-large"
 SKIP_INSTALL_ENV = "FORESIGHT_JOBS_SKIP_INSTALL"
 """When set (non-empty) in a job, its install step is skipped (emulated jobs in tests)."""
 
-BACKEND_EXTRAS: Mapping[str, str] = {"transformers": "hf", "embedding": "embed"}
-"""pip extra a backend needs inside the job."""
-
-
 ACTIVE = ("SCHEDULING", "RUNNING")
 """Job stages that are still going."""
 

@@ -76,7 +76,6 @@ from bench.jobs.hub import (
 )
 from bench.jobs.plan import (
     ACTIVE,
-    BACKEND_EXTRAS,
     DEFAULT_FLAVOR,
     DEFAULT_IMAGE,
     JobsError,
@@ -92,6 +91,7 @@ from bench.jobs.plan import (
     secret_names,
 )
 from bench.jobs.status import latest_per_shard, list_views, status
+from bench.judging import backends
 from bench.judging.protocol import JudgeSpec
 
 log = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ def _plan_for(
         commit=commit,
         wheel="",
         judges_file=f"jobs/{commit[:12]}/judges-{content_hash(judges_text.decode())}.toml",
-        backend_extra=BACKEND_EXTRAS.get(spec.backend, ""),
+        backend_extra=backends.get(spec.backend).job_extra,
         split=args.split,
         source=args.source,
         limit=args.limit,

@@ -395,10 +395,6 @@ def select(specs: list[JudgeSpec], ids: list[str] | None) -> list[JudgeSpec]:
     return out
 
 
-WEIGHT_BACKENDS = ("transformers", "vllm")
-"""Backends that load weights themselves (and can be pinned to a hub revision)."""
-
-
 class ModelRow(Protocol):
     """What ``unpinned`` reads of a judge: a JudgeSpec, or the report's JudgeInfo."""
 
@@ -417,7 +413,8 @@ def unpinned(row: ModelRow, loaded: Sequence[Mapping[str, Any]] = ()) -> bool:
     weights (``loaded``: the predictions' run records) carry a commit or a digest is pinned by
     what it recorded. The one definition: ``decide.py --check`` warns with it and the
     leaderboard marks rows with it."""
-    if row.backend not in WEIGHT_BACKENDS or row.revision or not row.model:
+    info = backends.find(row.backend)
+    if info is None or not info.loads_weights or row.revision or not row.model:
         return False
     if row.model.startswith("package:") or Path(row.model).exists():
         return False

@@ -49,6 +49,11 @@ class BackendInfo:
     rows are marked fitted, never zero-shot."""
     scorings: tuple[str, ...] = ("generate",)
     """The ``scoring`` modes a row of this backend may ask for (bench.prompts.scoring)."""
+    loads_weights: bool = False
+    """True when it loads model weights itself, so a Hub model should be pinned with
+    ``revision`` (``bench.judging.specs.unpinned``)."""
+    job_extra: str = ""
+    """The pip extra of this project a Hugging Face job installs to run it (``.[hf]``)."""
 
 
 _REGISTRY: Registry[BackendInfo] = Registry("backend", "bench.judging.backends")
@@ -63,13 +68,18 @@ def backend(
     check: ParamCheck | None = None,
     fits_on_dev: bool = False,
     scorings: tuple[str, ...] = ("generate",),
+    loads_weights: bool = False,
+    job_extra: str = "",
 ) -> Callable[[BackendFactory], BackendFactory]:
-    """Decorator registering a backend factory under ``name``."""
+    """Decorator registering a backend factory under ``name`` (the arguments are the
+    ``BackendInfo`` fields)."""
 
     def deco(fn: BackendFactory) -> BackendFactory:
         module = getattr(fn, "__module__", "")
         keys = toml_types(params) if isinstance(params, type) else dict(params)
-        info = BackendInfo(name, fn, keys, generative, check, fits_on_dev, scorings)
+        info = BackendInfo(
+            name, fn, keys, generative, check, fits_on_dev, scorings, loads_weights, job_extra
+        )
         _REGISTRY.add(name, info, module)
         return fn
 
@@ -84,3 +94,9 @@ def names() -> list[str]:
 def get(name: str) -> BackendInfo:
     """The backend called ``name``; an unknown name raises with close matches."""
     return _REGISTRY.get(name)
+
+
+def find(name: str) -> BackendInfo | None:
+    """The backend called ``name``, or None when none is registered (a predictions file may
+    name a backend this checkout no longer has)."""
+    return _REGISTRY.entries().get(name)

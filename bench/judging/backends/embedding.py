@@ -82,6 +82,7 @@ def check(judge_id: str, params: Mapping[str, Any]) -> None:
     generative=False,
     check=check,
     fits_on_dev=True,
+    job_extra="embed",
 )
 def make(judge: JudgeSpec) -> EmbeddingLR:
     """Load the encoder (offline) and return the unfitted baseline."""

@@ -338,7 +338,14 @@ def check(judge_id: str, params: Mapping[str, Any]) -> None:
         raise ConfigError(f"judge {judge_id!r}: params.gguf_sha256 needs params.gguf_file")
 
 
-@backend("transformers", params=PARAMS, check=check, scorings=("generate", "logprobs"))
+@backend(
+    "transformers",
+    params=PARAMS,
+    check=check,
+    scorings=("generate", "logprobs"),
+    loads_weights=True,
+    job_extra="hf",
+)
 def make(judge: JudgeSpec) -> TransformersJudge:
     """Load the model and tokenizer for a judge row."""
     model, tok, device, record = load(judge)

@@ -116,7 +116,7 @@ class VllmJudge:
         ]
 
 
-@backend("vllm", params=PARAMS, scorings=("generate", "logprobs"))
+@backend("vllm", params=PARAMS, scorings=("generate", "logprobs"), loads_weights=True)
 def make(judge: JudgeSpec) -> VllmJudge:
     """Start the vLLM engine for a judge row; SkipJudge when vllm is not installed."""
     try:
