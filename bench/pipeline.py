@@ -77,15 +77,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _main(argv: list[str] | None) -> int:
-    args = _parser().parse_args(argv)
-    setup_logging(args.quiet)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the main job never reaches for a hub
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    out = args.out or work_dir() / "pipeline"
+Stage = tuple[str, Callable[[list[str] | None], int], list[str]]
+"""(command name, its main, its argv)."""
+
+
+def _stages(args: argparse.Namespace, out: Path, lb: Path) -> list[Stage]:
+    """Every stage with the argv that chains it to the one before, under ``out``."""
     sources = args.source or ["sample"]
     q = ["--quiet"] if args.quiet else []
-    lb = out / "leaderboards"
     gt = lb / "ground_truth.jsonl"
     src_args = [a for s in sources for a in ("--source", s)]
     judges: list[str] = []
@@ -93,56 +92,29 @@ def _main(argv: list[str] | None) -> int:
         default = [j.id for j in load_judges(JUDGES_TOML) if j.backend in OFFLINE_BACKENDS]
         for j in args.judge or default:
             judges += ["--judge", j]
-
-    stages: list[tuple[str, Callable[[list[str] | None], int], list[str]]] = [
+    build_argv = [*src_args, "--work", str(out), "--labels", str(out / "labels")]
+    build_argv += ["--out", str(out / "build"), "--ground-truth", str(gt), *q]
+    decide_argv = [*judges, "--split", args.split, "--build-dir", str(out / "build")]
+    decide_argv += ["--out", str(lb / "predictions"), *q]
+    board_argv = ["--ground-truth", str(gt), "--predictions", str(lb / "predictions")]
+    board_argv += ["--judges", str(JUDGES_TOML), "--out", str(lb), *q]
+    return [
         ("extract", extract.main, [*src_args, "--out", str(out / "extract"), *q]),
         ("label", label.main, [*src_args, "--work", str(out), "--out", str(out / "labels"), *q]),
-        (
-            "build",
-            build.main,
-            [
-                *src_args,
-                "--work",
-                str(out),
-                "--labels",
-                str(out / "labels"),
-                "--out",
-                str(out / "build"),
-                "--ground-truth",
-                str(gt),
-                *q,
-            ],
-        ),
-        (
-            "decide",
-            decide.main,
-            [
-                *judges,
-                "--split",
-                args.split,
-                "--build-dir",
-                str(out / "build"),
-                "--out",
-                str(lb / "predictions"),
-                *q,
-            ],
-        ),
-        (
-            "leaderboard",
-            leaderboard.main,
-            [
-                "--ground-truth",
-                str(gt),
-                "--predictions",
-                str(lb / "predictions"),
-                "--judges",
-                str(JUDGES_TOML),
-                "--out",
-                str(lb),
-                *q,
-            ],
-        ),
+        ("build", build.main, build_argv),
+        ("decide", decide.main, decide_argv),
+        ("leaderboard", leaderboard.main, board_argv),
     ]
+
+
+def _main(argv: list[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    setup_logging(args.quiet)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the main job never reaches for a hub
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    out = args.out or work_dir() / "pipeline"
+    lb = out / "leaderboards"
+    stages = _stages(args, out, lb)
     t_all = time.perf_counter()
     for name, fn, stage_argv in stages:
         t0 = time.perf_counter()

@@ -20,12 +20,14 @@ if __name__ == "__main__" and not __package__:  # python bench/review.py
 import argparse
 import logging
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from bench.core.errors import DataError
 from bench.core.ids import source_of
 from bench.core.paths import LABELS_DIR, REVIEWS_DIR, work_dir
+from bench.core.schema import Trajectory
 from bench.core.script import setup_logging
 from bench.core.taxonomy import load_taxonomy
 from bench.labelling.console import (
@@ -36,8 +38,15 @@ from bench.labelling.console import (
     render,
     stats_report,
 )
-from bench.labelling.decisions import load_proposals
-from bench.labelling.reviews import Kind, build_queue, latest, load_reviews
+from bench.labelling.decisions import TrajectoryDecision, load_proposals
+from bench.labelling.reviews import (
+    Kind,
+    QueueItem,
+    Review,
+    build_queue,
+    latest,
+    load_reviews,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +93,45 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show(
+    tid: str,
+    proposals: Mapping[str, TrajectoryDecision],
+    reviews: Sequence[Review],
+    work: Path,
+    args: argparse.Namespace,
+) -> None:
+    """Print one trajectory with its proposal (and, unless blind, its reviews)."""
+    if tid not in proposals:
+        raise DataError(f"no proposal for {tid!r}: check the id (source:id) or run label.py")
+    trajs = load_trajectories(work, [source_of(tid)])
+    if tid not in trajs:
+        raise DataError(f"{tid} is not in the extracted trajectories; re-run extract.py")
+    others = [] if args.blind else list(latest(reviews).get(tid, {}).values())
+    print(render(trajs[tid], proposals[tid], others, full=args.full))
+
+
+def _queue(
+    proposals: Mapping[str, TrajectoryDecision],
+    reviews: Sequence[Review],
+    work: Path,
+    args: argparse.Namespace,
+) -> tuple[dict[str, Trajectory], list[QueueItem]]:
+    """(the trajectories of the chosen sources, the review queue after the filters)."""
+    sources: list[str] = args.source or sorted({source_of(t) for t in proposals})
+    trajs = load_trajectories(work, sources)
+    keep = [
+        t.id
+        for t in trajs.values()
+        if t.id in proposals
+        and (not args.category or t.category in args.category)
+        and (not args.label or t.label == args.label)
+    ]
+    items = build_queue(
+        proposals, reviews, reviewer=args.reviewer, keep=keep, second=args.second, seed=args.seed
+    )
+    return trajs, items if args.limit is None else items[: args.limit]
+
+
 def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
     """Entry point; ``stdin`` lets tests drive the interactive mode."""
     args = _parser().parse_args(argv)
@@ -103,14 +151,7 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
         )
         return 0
     if args.show:
-        tid = str(args.show)
-        if tid not in proposals:
-            raise DataError(f"no proposal for {tid!r}: check the id (source:id) or run label.py")
-        trajs = load_trajectories(work, [source_of(tid)])
-        if tid not in trajs:
-            raise DataError(f"{tid} is not in the extracted trajectories; re-run extract.py")
-        others = [] if args.blind else list(latest(reviews).get(tid, {}).values())
-        print(render(trajs[tid], proposals[tid], others, full=args.full))
+        _show(str(args.show), proposals, reviews, work, args)
         return 0
     scripted = args.accept or args.set or args.dispute or args.adjudicate
     if args.values and not scripted:
@@ -133,20 +174,7 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
             f"recorded {kind} by {r.reviewer} for {r.trajectory_id}: {describe_decision(r)} -> {path}"
         )
         return 0
-    sources: list[str] = args.source or sorted({source_of(t) for t in proposals})
-    trajs = load_trajectories(work, sources)
-    keep = [
-        t.id
-        for t in trajs.values()
-        if t.id in proposals
-        and (not args.category or t.category in args.category)
-        and (not args.label or t.label == args.label)
-    ]
-    items = build_queue(
-        proposals, reviews, reviewer=args.reviewer, keep=keep, second=args.second, seed=args.seed
-    )
-    if args.limit is not None:
-        items = items[: args.limit]
+    trajs, items = _queue(proposals, reviews, work, args)
     if args.list:
         for q in items:
             print(

@@ -332,13 +332,51 @@ def run_judge(
             path=str(path),
             seconds=time.perf_counter() - t0,
         )
-    bar = Progress(spec.id, len(todo), quiet)
+    pending = _Pending(spec, sel, path, chash, digest, todo, cached, secret)
+    try:
+        counts, stats, failure = _judge(pending, backend, quiet)
+    finally:
+        if owned:
+            _close(backend)
+    state: Literal["ran", "aborted", "failed"] = (
+        "failed" if failure else "aborted" if stats.aborted else "ran"
+    )
+    reason = failure or secret.text(stats.aborted or "")
+    return Outcome(spec.id, state, reason, counts, cached, time.perf_counter() - t0, str(path))
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """One judge's run with points left to judge."""
+
+    spec: JudgeSpec
+    sel: Selection
+    path: Path
+    """Its predictions file (appended to)."""
+    chash: str
+    digest: str
+    todo: list[DecisionPoint]
+    """The points still to judge."""
+    cached: int
+    """Points already in the file."""
+    secret: Redactor
+
+
+def _judge(job: _Pending, backend: Any, quiet: bool) -> tuple[dict[str, int], runner.RunStats, str]:
+    """Run the backend over the points left, appending each decision to the file as it
+    completes between a run line and a run_end line: (counts per status, the runner's stats,
+    why the run stopped or '')."""
+    spec, secret = job.spec, job.secret
+    bar = Progress(spec.id, len(job.todo), quiet)
     counts: dict[str, int] = {}
     failure = ""
     stats = runner.RunStats()
     try:
-        with predictions.Writer(path) as w:
-            w.write(secret.row(_run_line(spec, chash, digest, sel, backend, len(todo), cached)))
+        with predictions.Writer(job.path) as w:
+            run_line = _run_line(
+                spec, job.chash, job.digest, job.sel, backend, len(job.todo), job.cached
+            )
+            w.write(secret.row(run_line))
 
             def sink(p: predictions.Prediction) -> None:
                 w.decision(_redacted(p, secret))
@@ -348,9 +386,9 @@ def run_judge(
             try:
                 stats = runner.run(
                     backend,
-                    prepare(spec, backend, todo, sink),
+                    prepare(spec, backend, job.todo, sink),
                     sink,
-                    concurrency=max(1, min(spec.concurrency, len(todo))),
+                    concurrency=max(1, min(spec.concurrency, len(job.todo))),
                     batch_size=spec.batch_size,
                     parse=make_parse(spec),
                 )
@@ -369,13 +407,7 @@ def run_judge(
             )
     finally:
         bar.close()
-        if owned:
-            _close(backend)
-    state: Literal["ran", "aborted", "failed"] = (
-        "failed" if failure else "aborted" if stats.aborted else "ran"
-    )
-    reason = failure or secret.text(stats.aborted or "")
-    return Outcome(spec.id, state, reason, counts, cached, time.perf_counter() - t0, str(path))
+    return counts, stats, failure
 
 
 def run_stress(

@@ -280,6 +280,12 @@ def extract_source(
     finally:
         if tmp_dir.exists():
             shutil.rmtree(tmp_dir)
+    _warn(src, res, pins)
+    return summary
+
+
+def _warn(src: Source, res: ExtractResult, pins: PinCheck | None) -> None:
+    """One warning per reject, and one when local files differ from the pins."""
     for r in res.rejects:
         log.warning("%s: reject %s#%d: %s", src.name, r.file, r.position, r.reason)
     if pins and not pins.verified:
@@ -290,7 +296,6 @@ def extract_source(
             src.upstream.commit[:7] if src.upstream else "",
             pins.differ[0],
         )
-    return summary
 
 
 def _swap(new: Path, out_dir: Path) -> None:

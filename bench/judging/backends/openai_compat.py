@@ -31,7 +31,7 @@ import logging
 import os
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args
 from urllib.parse import urlsplit
@@ -153,31 +153,8 @@ def parse_params(judge_id: str, params: Mapping[str, Any]) -> OpenAIParams:
     timeout_s = float(p.get("timeout_s", OpenAIParams.timeout_s))
     if timeout_s <= 0:
         raise bad(f"timeout_s {timeout_s} must be positive")
-    extra_body = dict(p.get("extra_body") or {})
-    pasted = secret_values(extra_body)
-    if pasted:
-        raise bad(
-            f"extra_body.{pasted[0]} looks like a key or token: judges.toml is committed; put "
-            "the key in an environment variable named by api_key_env instead"
-        )
-    reserved = sorted(_RESERVED_BODY & set(extra_body))
-    if reserved:
-        raise bad(
-            f"extra_body may not set {', '.join(reserved)} (model comes from the row; "
-            "streaming is not supported)"
-        )
-    headers = {str(k): str(v) for k, v in dict(p.get("headers") or {}).items()}
-    for name, value in headers.items():
-        low = name.lower()
-        if low in _FORBIDDEN_HEADERS:
-            raise bad(f"headers may not set {name!r}: the client sets it")
-        if any(m in low for m in _SECRET_MARKERS) or looks_like_secret(value):
-            raise bad(
-                f"headers may not set {name!r} to a secret: secrets belong in an environment "
-                "variable named by api_key_env (with api_key_header for a custom header name)"
-            )
-        if any(c in name + value for c in "\r\n\0") or ":" in name or not name:
-            raise bad(f"headers {name!r}: names and values may not contain CR, LF, NUL or ':'")
+    extra_body = _extra_body(dict(p.get("extra_body") or {}), bad)
+    headers = _headers({str(k): str(v) for k, v in dict(p.get("headers") or {}).items()}, bad)
     key_header = str(p.get("api_key_header", OpenAIParams.api_key_header))
     if (
         not key_header
@@ -199,6 +176,39 @@ def parse_params(judge_id: str, params: Mapping[str, Any]) -> OpenAIParams:
         headers=headers,
         client=client,
     )
+
+
+def _extra_body(extra_body: dict[str, Any], bad: Callable[[str], ConfigError]) -> dict[str, Any]:
+    """``extra_body`` when it holds no pasted secret and sets no field the backend owns."""
+    pasted = secret_values(extra_body)
+    if pasted:
+        raise bad(
+            f"extra_body.{pasted[0]} looks like a key or token: judges.toml is committed; put "
+            "the key in an environment variable named by api_key_env instead"
+        )
+    reserved = sorted(_RESERVED_BODY & set(extra_body))
+    if reserved:
+        raise bad(
+            f"extra_body may not set {', '.join(reserved)} (model comes from the row; "
+            "streaming is not supported)"
+        )
+    return extra_body
+
+
+def _headers(headers: dict[str, str], bad: Callable[[str], ConfigError]) -> dict[str, str]:
+    """``headers`` when none is a framing header, a secret, or malformed."""
+    for name, value in headers.items():
+        low = name.lower()
+        if low in _FORBIDDEN_HEADERS:
+            raise bad(f"headers may not set {name!r}: the client sets it")
+        if any(m in low for m in _SECRET_MARKERS) or looks_like_secret(value):
+            raise bad(
+                f"headers may not set {name!r} to a secret: secrets belong in an environment "
+                "variable named by api_key_env (with api_key_header for a custom header name)"
+            )
+        if any(c in name + value for c in "\r\n\0") or ":" in name or not name:
+            raise bad(f"headers {name!r}: names and values may not contain CR, LF, NUL or ':'")
+    return headers
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
