@@ -1,6 +1,7 @@
 """Metrics and tables from the ground truth and every predictions file.
 
     python bench/leaderboard.py            # writes leaderboards/leaderboard.{md,csv,json,html},
+                                           # leaderboard_rows.json (what the Space shows),
                                            # by_{source,category,subset,level}.csv,
                                            # diagnostic.csv, twins.csv, robustness.csv
                                            # and plots/*.png
@@ -15,8 +16,8 @@ a constant judge cannot win (caught alone is won by Always STOP: use caught_bala
 Reads ``leaderboards/ground_truth.jsonl`` (+ ``.meta.json``), ``leaderboards/predictions/
 <judge>/<dataset_version>/<config_hash>.jsonl``, ``judges.toml`` (optional: display names,
 prices, and the "not yet evaluated" list) and ``leaderboards/cost_matrix.toml``. The output is a
-pure function of those files: same inputs, same bytes. The JSON layout is documented in
-docs/metrics.md; the Space reads only it.
+pure function of those files: same inputs, same bytes. The JSON layouts are documented in
+docs/metrics.md; the Space reads only leaderboard.json and leaderboard_rows.json.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from bench.core.jsonl import sha256_file
 from bench.core.labels import ACTS
@@ -51,6 +53,7 @@ from bench.report.check import compare
 from bench.report.inputs import discover, discover_stress, load_ground_truth, load_judges
 from bench.report.publish import plan_upload, push_results, withhold_in_place
 from bench.report.report import build_report
+from bench.report.rows import margin
 from bench.report.tables import OUTPUT_TEXTS, fmt_ci, render_all
 
 log = logging.getLogger(__name__)
@@ -111,8 +114,7 @@ def _publish(args: argparse.Namespace, version: str, meta: dict[str, object]) ->
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Regenerate (or --check) every leaderboard output."""
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="bench leaderboard",
         description=__doc__,
@@ -161,30 +163,23 @@ def main(argv: list[str] | None = None) -> int:
         "committing predictions of a generative judge",
     )
     ap.add_argument("--quiet", action="store_true", help="warnings only")
-    args = ap.parse_args(argv)
-    setup_logging(args.quiet)
-    check_rank_metric(args.metric)
+    return ap
 
-    if not args.ground_truth.is_file() and args.check:
-        print(f"leaderboard --check: no ground truth at {args.ground_truth} yet; nothing to check")
-        return 0
-    rows, meta = load_ground_truth(args.ground_truth)
-    if args.withhold_raw:
-        changed = withhold_in_place(args.predictions, meta)
-        for path, n in changed.items():
-            log.info("withheld the raw output of %d decisions in %s", n, path)
-        print(f"withheld raw outputs in {len(changed)} predictions files")
-    cost = load_cost_matrix(args.cost_matrix)
+
+def _report(
+    args: argparse.Namespace, rows: list[dict[str, Any]], meta: dict[str, Any]
+) -> dict[str, Any]:
+    """Discover the predictions files of this dataset version and build the report."""
     files, refused, superseded = discover(args.predictions, str(meta["dataset_version"]))
     stress, stress_stale = discover_stress(args.predictions, str(meta["dataset_version"]), files)
     for r in refused:
         log.warning("refused %s: %s", r["path"], r["reason"])
-    report = build_report(
+    return build_report(
         rows,
         meta,
         files,
         load_judges(args.judges),
-        cost,
+        load_cost_matrix(args.cost_matrix),
         refused=refused,
         superseded=superseded,
         stress=stress,
@@ -194,38 +189,63 @@ def main(argv: list[str] | None = None) -> int:
         gt_sha256=sha256_file(args.ground_truth),
         links=project_links(),
     )
-    if args.check:
-        with tempfile.TemporaryDirectory() as tmp:
-            render_all(report, Path(tmp))
-            diffs, worst = compare(Path(tmp), args.out)
-        if diffs:
-            for d in diffs:
-                print(f"stale: {d}", file=sys.stderr)
-            print(
-                "leaderboard --check: outputs are stale; run python bench/leaderboard.py and commit them",
-                file=sys.stderr,
-            )
-            return 1
-        within = (
-            f"; largest numeric difference {worst.largest:.4g} ({worst.where}), within one unit "
-            "of the last printed digit"
-            if worst.largest
-            else "; byte for byte"
-        )
+
+
+def _check(report: dict[str, Any], out: Path) -> int:
+    """--check: 1 when a committed output under ``out`` differs from the fresh one."""
+    with tempfile.TemporaryDirectory() as tmp:
+        render_all(report, Path(tmp))
+        diffs, worst = compare(Path(tmp), out)
+    if diffs:
+        for d in diffs:
+            print(f"stale: {d}", file=sys.stderr)
         print(
-            f"leaderboard --check: {len(OUTPUT_TEXTS)} tables and the plots match the inputs{within}"
+            "leaderboard --check: outputs are stale; run python bench/leaderboard.py and commit them",
+            file=sys.stderr,
         )
+        return 1
+    within = (
+        f"; largest numeric difference {worst.largest:.4g} ({worst.where}), within one unit "
+        "of the last printed digit"
+        if worst.largest
+        else "; byte for byte"
+    )
+    print(f"leaderboard --check: {len(OUTPUT_TEXTS)} tables and the plots match the inputs{within}")
+    return 0
+
+
+def _summary(report: dict[str, Any], metric: str) -> None:
+    """The top ten judges on the terminal."""
+    sources = ", ".join(report["settings"]["headline"]["sources"])
+    print(f"macro over {sources}; margin over the best probe per source")
+    for e in report["judges"][:10]:
+        gap = e["above_shortcuts"].get(metric)
+        vs = f"  vs shortcuts {margin(gap)['short']}" if gap else ""
+        value = fmt_ci(e["metrics"][metric])
+        print(f"{e['rank']:>3}  {e['display_name']:<40} {metric} {value}{vs}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Regenerate (or --check) every leaderboard output."""
+    args = _parser().parse_args(argv)
+    setup_logging(args.quiet)
+    check_rank_metric(args.metric)
+    if not args.ground_truth.is_file() and args.check:
+        print(f"leaderboard --check: no ground truth at {args.ground_truth} yet; nothing to check")
         return 0
+    rows, meta = load_ground_truth(args.ground_truth)
+    if args.withhold_raw:
+        changed = withhold_in_place(args.predictions, meta)
+        for path, n in changed.items():
+            log.info("withheld the raw output of %d decisions in %s", n, path)
+        print(f"withheld raw outputs in {len(changed)} predictions files")
+    report = _report(args, rows, meta)
+    if args.check:
+        return _check(report, args.out)
     written = render_all(report, args.out)
     log.info("wrote %d files under %s", len(written), args.out)
     if args.push_to_hub:
         return _publish(args, str(meta["dataset_version"]), meta)
     if not args.quiet:
-        sources = ", ".join(report["settings"]["headline"]["sources"])
-        print(f"macro over {sources}; margin over the best probe per source")
-        for e in report["judges"][:10]:
-            v = e["metrics"][args.metric]
-            gap = e["above_shortcuts"].get(args.metric)
-            vs = f"  vs shortcuts {gap['value']:+.3f} ({gap['verdict']})" if gap else ""
-            print(f"{e['rank']:>3}  {e['display_name']:<40} {args.metric} {fmt_ci(v)}{vs}")
+        _summary(report, args.metric)
     return 0
