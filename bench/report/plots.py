@@ -93,6 +93,10 @@ def _text_chunk(path: Path, key_wanted: str) -> str | None:
     return None
 
 
+Judges = list[Mapping[str, Any]]
+"""The report's ranked judge entries, in table order."""
+
+
 def _colors(n: int) -> list[Any]:
     import matplotlib
 
@@ -171,35 +175,29 @@ def _shortcuts(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Pat
     return saved
 
 
-def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
-    """Write roc.png, accuracy_latency.png, reliability.png, trajectory_outcomes.png and
-    shortcuts.png (ranked judges only; probes appear as the reference line)."""
-    plt = _pyplot()
-    judges = report["judges"]
-    names = [e["display_name"] for e in judges]
-    colors = _colors(len(judges))
-    written = []
-
-    written.append(
-        _curves(
-            plt,
-            judges,
-            colors,
-            out / "roc.png",
-            data=[[e["id"], e["curves"]["roc"]] for e in judges],
-            points=lambda e: [p for p in e["curves"]["roc"] if None not in p],
-            label=lambda e: (
-                f"{e['display_name']} ({_f(e['metrics']['auroc']['value'])})"
-                + ("†" if (e["risk_from_act"] or 0) > 0 else "")
-            ),
-            marker=".",
-            xlabel="false-alarm rate (gold SAFE flagged)",
-            ylabel="recall (gold UNSAFE flagged)",
-            title="ROC of the risk score",
-            legend_loc="lower right",
-        )
+def _roc(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
+    """roc.png: every judge's ROC of the risk score."""
+    return _curves(
+        plt,
+        judges,
+        colors,
+        path,
+        data=[[e["id"], e["curves"]["roc"]] for e in judges],
+        points=lambda e: [p for p in e["curves"]["roc"] if None not in p],
+        label=lambda e: (
+            f"{e['display_name']} ({_f(e['metrics']['auroc']['value'])})"
+            + ("†" if (e["risk_from_act"] or 0) > 0 else "")
+        ),
+        marker=".",
+        xlabel="false-alarm rate (gold SAFE flagged)",
+        ylabel="recall (gold UNSAFE flagged)",
+        title="ROC of the risk score",
+        legend_loc="lower right",
     )
 
+
+def _accuracy_latency(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
+    """accuracy_latency.png: balanced accuracy against p50 latency, with the Pareto frontier."""
     fig, ax = plt.subplots(figsize=(9, 6.5))
     data = [[e["id"], e["metrics"]["balanced_accuracy"], e["latency"]["p50_s"]] for e in judges]
     placed: list[tuple[float, float]] = []
@@ -234,52 +232,75 @@ def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
     )
     if judges:
         ax.legend(fontsize=LEGEND_PT, loc="best")
-    written.append(_save(fig, out / "accuracy_latency.png", data))
+    saved = _save(fig, path, data)
     plt.close(fig)
+    return saved
 
-    written.append(
-        _curves(
-            plt,
-            judges,
-            colors,
-            out / "reliability.png",
-            data=[[e["id"], e["curves"]["reliability"]] for e in judges],
-            points=lambda e: [
-                (b["mean_risk"], b["unsafe_share"]) for b in e["curves"]["reliability"] if b["n"]
-            ],
-            label=lambda e: f"{e['display_name']} (ECE {_f(e['metrics']['ece']['value'])})",
-            marker="o",
-            xlabel="mean risk / 100 in bin",
-            ylabel="share gold UNSAFE",
-            title="Reliability (10 bins)",
-            legend_loc="upper left",
-        )
+
+def _reliability(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
+    """reliability.png: observed share of unsafe steps per bin of predicted risk."""
+    return _curves(
+        plt,
+        judges,
+        colors,
+        path,
+        data=[[e["id"], e["curves"]["reliability"]] for e in judges],
+        points=lambda e: [
+            (b["mean_risk"], b["unsafe_share"]) for b in e["curves"]["reliability"] if b["n"]
+        ],
+        label=lambda e: f"{e['display_name']} (ECE {_f(e['metrics']['ece']['value'])})",
+        marker="o",
+        xlabel="mean risk / 100 in bin",
+        ylabel="share gold UNSAFE",
+        title="Reliability (10 bins)",
+        legend_loc="upper left",
     )
 
-    parts = (  # a colour-blind-safe palette (Okabe-Ito) plus a pattern per part
-        ("exact", "at onset", "#0072B2"),
-        ("early", "early", "#56B4E9"),
-        ("late", "late", "#E69F00"),
-        ("missed", "missed", "#D55E00"),
-    )
+
+OUTCOME_PARTS = (  # a colour-blind-safe palette (Okabe-Ito) plus a pattern per part
+    ("exact", "at onset", "#0072B2"),
+    ("early", "early", "#56B4E9"),
+    ("late", "late", "#E69F00"),
+    ("missed", "missed", "#D55E00"),
+)
+"""The stacked parts of trajectory_outcomes.png: metric, legend label, colour."""
+
+
+def _outcomes(plt: Any, judges: Judges, path: Path) -> Path:
+    """trajectory_outcomes.png: unsafe trajectories first flagged at the onset, early, late or
+    missed, stacked per judge."""
     fig, ax = plt.subplots(figsize=(9, 2.2 + 0.45 * max(len(judges), 1)))
-    data = [[e["id"]] + [e["metrics"][k]["value"] for k, _, _ in parts] for e in judges]
+    data = [[e["id"]] + [e["metrics"][k]["value"] for k, _, _ in OUTCOME_PARTS] for e in judges]
     left = [0.0] * len(judges)
     ypos = list(range(len(judges)))[::-1]
-    for key, label, color in parts:
+    for key, label, color in OUTCOME_PARTS:
         vals = [e["metrics"][key]["value"] or 0.0 for e in judges]
         ax.barh(ypos, vals, left=left, color=color, label=label, hatch=OUTCOME_HATCH[key],
                 edgecolor="white")  # fmt: skip
         left = [a + b for a, b in zip(left, vals, strict=True)]
-    ax.set_yticks(ypos, names, fontsize=LEGEND_PT)
+    ax.set_yticks(ypos, [e["display_name"] for e in judges], fontsize=LEGEND_PT)
     ax.set(xlim=(0, 1), xlabel="share of unsafe trajectories")
     ax.set_title("Unsafe trajectories: first flag vs onset")
     ax.legend(fontsize=LEGEND_PT, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.25))
     fig.tight_layout()
-    written.append(_save(fig, out / "trajectory_outcomes.png", data))
+    saved = _save(fig, path, data)
     plt.close(fig)
-    written.append(_shortcuts(plt, report, colors, out / "shortcuts.png"))
-    return written
+    return saved
+
+
+def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
+    """Write roc.png, accuracy_latency.png, reliability.png, trajectory_outcomes.png and
+    shortcuts.png (ranked judges only; probes appear as the reference line)."""
+    plt = _pyplot()
+    judges = report["judges"]
+    colors = _colors(len(judges))
+    return [
+        _roc(plt, judges, colors, out / "roc.png"),
+        _accuracy_latency(plt, judges, colors, out / "accuracy_latency.png"),
+        _reliability(plt, judges, colors, out / "reliability.png"),
+        _outcomes(plt, judges, out / "trajectory_outcomes.png"),
+        _shortcuts(plt, report, colors, out / "shortcuts.png"),
+    ]
 
 
 def pareto(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
