@@ -147,8 +147,7 @@ def test_the_layer_check_finds_an_upward_import(tmp_path: Path) -> None:
     assert found == [
         "bench.core.up imports bench.judging.specs: bench/judging/ is in a later layer than "
         "bench/core/",
-        "bench.core.up imports bench.judging: bench/judging/ is in a later layer than "
-        "bench/core/",
+        "bench.core.up imports bench.judging: bench/judging/ is in a later layer than bench/core/",
         "bench.metrics.side imports bench.jobs.plan: bench/jobs/ is in the same layer as "
         "bench/metrics/",
     ]
