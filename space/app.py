@@ -288,11 +288,8 @@ HEAD = (
 columns (``HEADER_HELP``; the metrics' come from leaderboard_rows.json on load)."""
 
 
-def _leaderboard_tab(page: Page) -> Controls:
-    """The Leaderboard tab; returns its controls by URL parameter (the permalink)."""
-    res, cb = page.res, page.cb
-    rep = res.report
-    gr.Markdown("## Leaderboard", elem_classes="fs-h2")
+def _leaderboard_filters(rep: Any) -> Controls:
+    """The Leaderboard tab's row of controls, by URL parameter."""
     with gr.Row(equal_height=True):
         search = gr.Textbox(
             label="Search judges",
@@ -309,11 +306,7 @@ def _leaderboard_tab(page: Page) -> Controls:
             min_width=130,
         )
         source = gr.Dropdown(
-            choices=[D.ALL, *T.sources(rep)],
-            value=D.ALL,
-            label="Source",
-            scale=1,
-            min_width=130,
+            choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1, min_width=130
         )
         category = gr.Dropdown(
             choices=[(D.ALL, D.ALL), *((T.group_label(c), c) for c in T.categories(rep))],
@@ -331,19 +324,46 @@ def _leaderboard_tab(page: Page) -> Controls:
             min_width=150,
         )
         open_w = gr.Dropdown(
-            choices=list(T.OPEN_CHOICES),
-            value="Any",
-            label="Open weights",
-            scale=1,
+            choices=list(T.OPEN_CHOICES), value="Any", label="Open weights", scale=1,
             min_width=120,
-        )
+        )  # fmt: skip
         fitted = gr.Dropdown(
-            choices=list(T.FITTED_CHOICES),
-            value="Any",
-            label="Fitted on dev",
-            scale=1,
+            choices=list(T.FITTED_CHOICES), value="Any", label="Fitted on dev", scale=1,
             min_width=150,
+        )  # fmt: skip
+    comps = [metric, search, source, category, backend, open_w, fitted]
+    return dict(zip(LEADERBOARD_KEYS, comps, strict=True))
+
+
+def _wire_leaderboard(
+    controls: Controls, table: gr.Dataframe, note: gr.Markdown, page: Page
+) -> None:
+    """Every control redraws the table (and writes the permalink); a source and a group
+    exclude each other."""
+    inputs = list(controls.values())
+    defaults = [page.res.report["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any", "Any"]
+    for comp in inputs:
+        comp.change(
+            page.cb["leaderboard"],
+            inputs,
+            [table, note],
+            api_name="leaderboard" if comp is controls["metric"] else HIDDEN,
+            show_progress="hidden",
+            js=url_js(LEADERBOARD_KEYS, defaults),
         )
+    source, category = controls["source"], controls["group"]
+    source.input(lambda s: D.ALL if s != D.ALL else gr.update(), source, category, api_name=HIDDEN)
+    category.input(
+        lambda c: D.ALL if c != D.ALL else gr.update(), category, source, api_name=HIDDEN
+    )
+
+
+def _leaderboard_tab(page: Page) -> Controls:
+    """The Leaderboard tab; returns its controls by URL parameter (the permalink)."""
+    res = page.res
+    rep = res.report
+    gr.Markdown("## Leaderboard", elem_classes="fs-h2")
+    controls = _leaderboard_filters(rep)
     df0, note0 = T.leaderboard_table(res, metric=rep["settings"]["rank_metric"])
     note = gr.Markdown(note0)
     table = _table(
@@ -356,38 +376,8 @@ def _leaderboard_tab(page: Page) -> Controls:
         pinned_columns=2,
     )
     gr.Markdown(T.pending_markdown(rep), elem_id="pending")
-    inputs: list[gr.Dropdown | gr.Textbox] = [
-        metric,
-        search,
-        source,
-        category,
-        backend,
-        open_w,
-        fitted,
-    ]
-    defaults = [rep["settings"]["rank_metric"], "", D.ALL, D.ALL, [], "Any", "Any"]
-    for comp in inputs:
-        comp.change(
-            cb["leaderboard"],
-            inputs,
-            [table, note],
-            api_name="leaderboard" if comp is metric else HIDDEN,
-            show_progress="hidden",
-            js=url_js(LEADERBOARD_KEYS, defaults),
-        )
-    source.input(
-        lambda s: D.ALL if s != D.ALL else gr.update(),
-        source,
-        category,
-        api_name=HIDDEN,
-    )
-    category.input(
-        lambda c: D.ALL if c != D.ALL else gr.update(),
-        category,
-        source,
-        api_name=HIDDEN,
-    )
-    return dict(zip(LEADERBOARD_KEYS, inputs, strict=True))
+    _wire_leaderboard(controls, table, note, page)
+    return controls
 
 
 def _trajectories_tab(page: Page) -> Controls:
