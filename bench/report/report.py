@@ -26,6 +26,7 @@ rendered from this dict alone (``bench.report.tables``, ``bench.report.plots``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,8 +35,8 @@ from bench.core.errors import IntegrityError
 from bench.core.jsonl import canonical_json
 from bench.core.labels import ACTS
 from bench.core.verdict import ASK_UNSAFE_AT
-from bench.judging.specs import WEIGHT_BACKENDS
-from bench.metrics.bootstrap import Bootstrap, paired_interval, tie_groups
+from bench.judging.specs import unpinned
+from bench.metrics.bootstrap import Bootstrap, Rank, paired_interval, tie_groups
 from bench.metrics.inputs import CostMatrix, InvalidPolicy
 from bench.metrics.point import cost_per_thousand, latency_percentiles
 from bench.metrics.spec import (
@@ -50,7 +51,7 @@ from bench.metrics.stats import ECE_BINS, RISK_FROM_ACT, check_rank_metric
 from bench.report import breakdowns, hard, shortcuts
 from bench.report.breakdowns import MIN_PER_CLASS
 from bench.report.inputs import JudgeInfo, PredictionFile
-from bench.report.lite import lite_board
+from bench.report.lite import FullBoard, lite_board
 from bench.report.robustness import robustness
 from bench.report.scoring import (
     Headline,
@@ -92,16 +93,6 @@ def _weights(f: PredictionFile) -> list[dict[str, Any]]:
     return [seen[k] for k in sorted(seen)]
 
 
-def _unpinned(info: JudgeInfo | None, weights: Sequence[Mapping[str, Any]]) -> bool:
-    """Hub weights loaded without a pinned revision and without a recorded commit or digest."""
-    if info is None or info.backend not in WEIGHT_BACKENDS or info.revision or not info.model:
-        return False
-    return not (
-        info.model.startswith("package:")
-        or any(w.get("commit") or w.get("sha256") for w in weights)
-    )
-
-
 HUB_BACKENDS = ("transformers", "vllm", "hf-inference", "embedding")
 """Backends whose ``model`` is a Hugging Face Hub id when it looks like one (``org/name``)."""
 
@@ -136,64 +127,82 @@ def _describe(j: str, f: PredictionFile, info: JudgeInfo | None) -> dict[str, An
         "predictions": f.rel,
         "config_hash": f.config_hash,
         "weights": weights,
-        "unpinned": _unpinned(info, weights),
+        "unpinned": info is not None and unpinned(info, weights),
     }
 
 
-def _entry(
-    j: str,
-    sc: Scored,
-    h: Headline,
-    pooled: Bootstrap,
-    refs: Mapping[str, shortcuts.Reference],
-    ranks: Mapping[str, Mapping[str, Any]] | None,
-    rank_metric: str,
-    f: PredictionFile,
-    info: JudgeInfo | None,
+@dataclass(frozen=True)
+class _Scoring:
+    """What every entry is read from: the scored judges, the macro headline, the pooled
+    bootstrap, the shortcut references and the tie groups of every rank metric."""
+
+    sc: Scored
+    h: Headline
+    pooled: Bootstrap
+    refs: Mapping[str, shortcuts.Reference]
+    ranks: Mapping[str, Mapping[str, Rank]]
+    rank_metric: str
+
+
+def _hardware(f: PredictionFile) -> str:
+    """The distinct hardware of a file's run lines, joined."""
+    hw = {
+        h if isinstance(h, str) else canonical_json(h) for r in f.runs if (h := r.get("hardware"))
+    }
+    return "; ".join(sorted(hw))
+
+
+def _ranks(s: _Scoring, j: str, ranked: bool) -> dict[str, Any]:
+    """A judge's rank, tie group and ranks by every rank metric (all None / {} for a probe)."""
+    if not ranked:
+        return {"rank": None, "tie_group": None, "ranks": {}}
+    r = s.ranks
+    return {
+        "rank": r[s.rank_metric][j].rank,
+        "tie_group": r[s.rank_metric][j].group,
+        "ranks": {m: {"rank": r[m][j].rank, "tie_group": r[m][j].group} for m in RANK_METRICS},
+    }
+
+
+def _costs(
+    rows: Sequence[Mapping[str, Any]], f: PredictionFile, info: JudgeInfo | None
 ) -> dict[str, Any]:
-    """One judge's (or probe's: ``ranks`` None) entry."""
-    rows = sc.rows[j]
-    score_ = sc.points[j]
+    """Latency (warm-up calls excluded) and cost per 1,000 decisions."""
     warm = np.array([bool(r.get("warmup")) for r in rows])
     p50, p95, nlat = latency_percentiles(_col(rows, "latency_s"), warm)
     price_in = info.price_input_per_mtok if info else None
     price_out = info.price_output_per_mtok if info else None
-    hardware = sorted(
-        {
-            hw if isinstance(hw, str) else canonical_json(hw)
-            for r in f.runs
-            if (hw := r.get("hardware"))
-        }
+    cost = cost_per_thousand(
+        _col(rows, "tokens_in"), _col(rows, "tokens_out"), warm, price_in, price_out
     )
+    return {
+        "latency": {"p50_s": rnd(p50), "p95_s": rnd(p95), "n": nlat, "hardware": _hardware(f)},
+        "cost_per_1000": rnd(cost),
+    }
+
+
+def _entry(
+    s: _Scoring, j: str, ranked: bool, f: PredictionFile, info: JudgeInfo | None
+) -> dict[str, Any]:
+    """One judge's (or, not ``ranked``, probe's) entry."""
+    score_ = s.sc.points[j]
     entry = _describe(j, f, info)
+    entry.update(_ranks(s, j, ranked))
     entry.update(
-        rank=ranks[rank_metric][j].rank if ranks else None,
-        tie_group=ranks[rank_metric][j].group if ranks else None,
-        ranks=(
-            {m: {"rank": ranks[m][j].rank, "tie_group": ranks[m][j].group} for m in RANK_METRICS}
-            if ranks
-            else {}
-        ),
-        metrics=_cells(h.point[j], h.boot, j),
-        pooled=_cells(score_.metrics, pooled, j),
-        above_shortcuts=shortcuts.margins(h, refs, j) if ranks else {},
+        metrics=_cells(s.h.point[j], s.h.boot, j),
+        pooled=_cells(score_.metrics, s.pooled, j),
+        above_shortcuts=shortcuts.margins(s.h, s.refs, j) if ranked else {},
         counts=dict(score_.counts),
         risk_from_act=rnd(score_.risk_from_act),
         taxonomy={k: {"accuracy": rnd(a), "n": n} for k, (a, n) in score_.taxonomy.items()},
-        latency={"p50_s": rnd(p50), "p95_s": rnd(p95), "n": nlat, "hardware": "; ".join(hardware)},
-        cost_per_1000=rnd(
-            cost_per_thousand(
-                _col(rows, "tokens_in"), _col(rows, "tokens_out"), warm, price_in, price_out
-            )
-        ),
-        curves={
-            "roc": [[rnd(a), rnd(b)] for a, b in score_.roc],
-            "reliability": [
-                {"n": n, "mean_risk": rnd(c), "unsafe_share": rnd(u)}
-                for n, c, u in score_.reliability
-            ],
-        },
     )
+    entry.update(_costs(s.sc.rows[j], f, info))
+    entry["curves"] = {
+        "roc": [[rnd(a), rnd(b)] for a, b in score_.roc],
+        "reliability": [
+            {"n": n, "mean_risk": rnd(c), "unsafe_share": rnd(u)} for n, c, u in score_.reliability
+        ],
+    }
     return entry
 
 
@@ -325,6 +334,147 @@ def _settings(
     }
 
 
+@dataclass(frozen=True)
+class _Board:
+    """The full board: the evaluated rows, every judge and probe scored, their entries."""
+
+    version: str
+    """The dataset version."""
+    diag: frozenset[str]
+    """The diagnostic configs (scored apart)."""
+    rows: list[Mapping[str, Any]]
+    """The evaluated ground-truth rows."""
+    scoring: _Scoring
+    """Scores, headline, references and tie groups."""
+    role: dict[str, str]
+    """Judge id -> its role (judge or probe)."""
+    judges: list[dict[str, Any]]
+    """The ranked judges' entries, in rank order."""
+    probes: list[dict[str, Any]]
+    """The probes' entries, best first."""
+
+    @property
+    def order(self) -> list[str]:
+        """The ranked judges' ids in table order."""
+        return [e["id"] for e in self.judges]
+
+    @property
+    def everyone(self) -> list[str]:
+        """The ranked judges, then the probes."""
+        return self.order + [e["id"] for e in self.probes]
+
+
+def _evaluated(
+    gt_rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]
+) -> tuple[str, frozenset[str], list[Mapping[str, Any]]]:
+    """(version, diagnostic configs, evaluated rows); IntegrityError when none is scored."""
+    version = str(meta["dataset_version"])
+    diag = diagnostic_configs(meta)
+    rows = list(evaluated_rows(gt_rows, diag))
+    if not rows:
+        raise IntegrityError(
+            f"ground truth {version!r} has no scored test row outside the diagnostic configs"
+        )
+    return version, diag, rows
+
+
+def _score_board(
+    gt_rows: Sequence[Mapping[str, Any]],
+    meta: Mapping[str, Any],
+    files: Mapping[str, PredictionFile],
+    judges: Mapping[str, JudgeInfo],
+    settings: Settings,
+    rank_metric: str,
+) -> _Board:
+    """Score every complete judge once, rank the judges in tie groups, order the probes."""
+    version, diag, rows = _evaluated(gt_rows, meta)
+    sc = score(gt_rows, rows, version, files, settings)
+    present = set(sc.traj_source.tolist())
+    h = headline(sc, [s for s in headline_sources(meta) if s in present] or sorted(present))
+    role = {j: (judges[j].role if j in judges else "judge") for j in sc.preds}
+    ranked = [j for j in sc.preds if role[j] != "probe"]
+    probes = sorted(j for j in sc.preds if role[j] == "probe")
+    ranks = {m: tie_groups({j: h.point[j][m] for j in ranked}, h.boot, m) for m in RANK_METRICS}
+    s = _Scoring(sc, h, sc.boot(), shortcuts.references(h, probes), ranks, rank_metric)
+    entries = sorted(
+        (_entry(s, j, True, files[j], judges.get(j)) for j in ranked), key=rank_key(rank_metric)
+    )
+    sign = 1.0 if HIGHER_IS_BETTER[rank_metric] else -1.0
+    probe_entries = sorted(
+        (_entry(s, j, False, files[j], judges.get(j)) for j in probes),
+        key=lambda e: (-sign * (e["metrics"][rank_metric]["value"] or 0.0), e["id"]),
+    )
+    return _Board(version, diag, rows, s, role, entries, probe_entries)
+
+
+def _breakdowns(board: _Board) -> dict[str, Any]:
+    """by_source, by_category, by_subset and by_level."""
+    s = board.scoring
+    sc, everyone = s.sc, board.everyone
+    out = {"by_source": _by_source(sc, s.h, s.refs, board.order, everyone)}
+    for key in ("category", "subset", "level"):
+        attr = breakdowns.trajectory_attribute(sc, board.rows, _field(key))
+        out[f"by_{key}"] = breakdowns.breakdown(sc, attr, everyone, sc.traj_source)
+    return out
+
+
+def _not_yet(
+    judges: Mapping[str, JudgeInfo], files: Mapping[str, PredictionFile]
+) -> list[dict[str, Any]]:
+    """Judges in judges.toml without predictions for this dataset version."""
+    return [
+        {
+            "id": j,
+            "display_name": info.display_name,
+            "role": info.role,
+            "reason": "no predictions for this dataset version",
+        }
+        for j, info in sorted(judges.items())
+        if j not in files
+    ]
+
+
+def _generated_at(files: Mapping[str, PredictionFile]) -> str | None:
+    """The newest run among the scored files: a property of the inputs, so regeneration stays
+    byte-identical (docs/metrics.md)."""
+    starts = sorted(
+        str(r.get(k))
+        for f in files.values()
+        for r in f.runs
+        for k in ("start", "start_time", "end")
+        if r.get(k)
+    )
+    return starts[-1] if starts else None
+
+
+def _hard_subsets(
+    gt_rows: Sequence[Mapping[str, Any]],
+    board: _Board,
+    files: Mapping[str, PredictionFile],
+    judges: Mapping[str, JudgeInfo],
+    settings: Settings,
+) -> dict[str, Any]:
+    """twins, diagnostic and lite: the boards scored apart from the headline."""
+    sc = board.scoring.sc
+    position = {i: n for n, i in enumerate(sc.gold.ids.tolist())}
+    twins = hard.pairwise(
+        hard.twin_pairs(board.rows), {j: sc.preds[j] for j in board.everyone}, position,
+        settings.policy, settings.resamples, settings.seed,
+    )  # fmt: skip
+    lite = lite_board(
+        FullBoard(
+            gt_rows, board.rows, board.version, files, settings, sc, board.scoring.h,
+            board.order, board.role, board.scoring.rank_metric,
+            {j: info.display_name for j, info in judges.items()},
+        )
+    )  # fmt: skip
+    return {
+        "twins": twins,
+        "diagnostic": _diagnostic(gt_rows, board.diag, board.version, files, settings),
+        "lite": lite,
+    }
+
+
 def build_report(
     gt_rows: Sequence[Mapping[str, Any]],
     meta: Mapping[str, Any],
@@ -346,65 +496,17 @@ def build_report(
     """The whole leaderboard as one JSON-able dict (layout in docs/metrics.md). Pure.
     ``links``: the project's pages (repository, judges.toml, pull requests), when known."""
     check_rank_metric(rank_metric)
-    version = str(meta["dataset_version"])
-    diag = diagnostic_configs(meta)
-    rows = evaluated_rows(gt_rows, diag)
-    if not rows:
-        raise IntegrityError(
-            f"ground truth {version!r} has no scored test row outside the diagnostic configs"
-        )
     settings = Settings(cost, policy, resamples, seed)
-    sc = score(gt_rows, rows, version, files, settings)
-    present = set(sc.traj_source.tolist())
-    sources = [s for s in headline_sources(meta) if s in present] or sorted(present)
-    h = headline(sc, sources)
-    role = {j: (judges[j].role if j in judges else "judge") for j in sc.preds}
-    ranked = [j for j in sc.preds if role[j] != "probe"]
-    probes = sorted(j for j in sc.preds if role[j] == "probe")
-    refs = shortcuts.references(h, probes)
-    pooled = sc.boot()
-    ranks = {m: tie_groups({j: h.point[j][m] for j in ranked}, h.boot, m) for m in RANK_METRICS}
-    entries = [
-        _entry(j, sc, h, pooled, refs, ranks, rank_metric, files[j], judges.get(j)) for j in ranked
-    ]
-    entries.sort(key=rank_key(rank_metric))
-    probe_entries = [
-        _entry(j, sc, h, pooled, refs, None, rank_metric, files[j], judges.get(j)) for j in probes
-    ]
-    sign = 1.0 if HIGHER_IS_BETTER[rank_metric] else -1.0
-    probe_entries.sort(key=lambda e: (-sign * (e["metrics"][rank_metric]["value"] or 0.0), e["id"]))
-    order = [e["id"] for e in entries]
-    everyone = order + [e["id"] for e in probe_entries]
-    attr = {
-        key: breakdowns.trajectory_attribute(sc, rows, _field(key))
-        for key in ("category", "subset", "level")
-    }
-    position = {i: n for n, i in enumerate(sc.gold.ids.tolist())}
-    not_yet = [
-        {
-            "id": j,
-            "display_name": info.display_name,
-            "role": info.role,
-            "reason": "no predictions for this dataset version",
-        }
-        for j, info in sorted(judges.items())
-        if j not in files
-    ]
-    starts = sorted(
-        str(r.get(k))
-        for f in files.values()
-        for r in f.runs
-        for k in ("start", "start_time", "end")
-        if r.get(k)
-    )
+    board = _score_board(gt_rows, meta, files, judges, settings, rank_metric)
+    sc, h, everyone = board.scoring.sc, board.scoring.h, board.everyone
+    sources = h.sources
+    hard_subsets = _hard_subsets(gt_rows, board, files, judges, settings)
     return {
         "schema": SCHEMA,
-        "dataset_version": version,
-        # the newest run among the scored files: a property of the inputs, so regeneration
-        # stays byte-identical (docs/metrics.md)
-        "generated_at": starts[-1] if starts else None,
+        "dataset_version": board.version,
+        "generated_at": _generated_at(files),
         "links": dict(links or {}),
-        "ground_truth": _ground_truth_summary(gt_rows, sc, sources, diag, gt_sha256),
+        "ground_truth": _ground_truth_summary(gt_rows, sc, sources, board.diag, gt_sha256),
         "settings": _settings(rank_metric, policy, resamples, seed, cost, sources),
         "metrics": [
             {
@@ -415,37 +517,13 @@ def build_report(
             }
             for m in SPECS
         ],
-        "judges": entries,
-        "probes": probe_entries,
-        "shortcut_reference": shortcuts.reference_json(refs, h.boot),
-        "by_source": _by_source(sc, h, refs, order, everyone),
-        "by_category": breakdowns.breakdown(sc, attr["category"], everyone, sc.traj_source),
-        "by_subset": breakdowns.breakdown(sc, attr["subset"], everyone, sc.traj_source),
-        "by_level": breakdowns.breakdown(sc, attr["level"], everyone, sc.traj_source),
-        "twins": hard.pairwise(
-            hard.twin_pairs(rows),
-            {j: sc.preds[j] for j in everyone},
-            position,
-            policy,
-            resamples,
-            seed,
-        ),  # fmt: skip
-        "diagnostic": _diagnostic(gt_rows, diag, version, files, settings),
-        "lite": lite_board(
-            gt_rows,
-            rows,
-            version,
-            files,
-            settings,
-            sc,
-            h,
-            order,
-            role,
-            rank_metric,
-            {j: info.display_name for j, info in judges.items()},
-        ),  # fmt: skip
-        "robustness": robustness(sc, stress or {}, everyone, h.sources, policy, seed, stress_stale),
-        "not_yet_evaluated": not_yet,
+        "judges": board.judges,
+        "probes": board.probes,
+        "shortcut_reference": shortcuts.reference_json(board.scoring.refs, h.boot),
+        **_breakdowns(board),
+        **hard_subsets,
+        "robustness": robustness(sc, stress or {}, everyone, sources, policy, seed, stress_stale),
+        "not_yet_evaluated": _not_yet(judges, files),
         "paired_differences": paired_differences(h.point, h.boot, everyone),
         "incomplete": sc.incomplete,
         "refused": list(refused),
