@@ -25,6 +25,7 @@ COMMANDS = {
     "extract": "raw trajectories -> canonical trajectories and decision points",
     "label": "propose step labels for every decision point",
     "review": "review proposals one trajectory at a time (or scripted)",
+    "pairs": "contrast pairs: validate, show one side, coverage, blind verification packets",
     "build": "proposals + reviews -> a frozen, versioned dataset",
     "decide": "run every judge in judges.toml (locally or on HF Jobs)",
     "leaderboard": "metrics and tables from ground truth + predictions",

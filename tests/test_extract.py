@@ -80,6 +80,7 @@ def test_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "decision_points.jsonl",
         "rejects.jsonl",
         "exclusions.jsonl",
+        "withheld.jsonl",
         "summary.json",
     }
     trajs = [Trajectory.from_dict(r) for r in read_jsonl(d / "trajectories.jsonl")]

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from bench import sources as registry
 from bench.core.errors import DataError, LeakError
@@ -218,6 +219,7 @@ def decide(
             license=s.license,
             config=s.config_of(inputs.trajectory(p)),
             group=inputs.trajectory(p).group,
+            pair=pair_marker(inputs.trajectory(p), p.k),
         )
         for s in sources
         for p in points[s.name]
@@ -258,6 +260,12 @@ class _Inputs:
         """The config a trajectory is built into."""
         return self.sources[t.source].config_of(t)
 
+    def stratum_of(self, t: Trajectory) -> str:
+        """The split's stratum: the config, refined by ``metadata["stratum"]`` where an adapter
+        sets one (a contrast pair's domain and clue kind)."""
+        extra = t.metadata.get("stratum") if t.metadata else None
+        return f"{self.config_of(t)}/{extra}" if extra else self.config_of(t)
+
     def by_config(self) -> dict[str, list[DecisionPoint]]:
         """Config -> its decision points, in source order."""
         out: dict[str, list[DecisionPoint]] = defaultdict(list)
@@ -271,11 +279,19 @@ def _split(
 ) -> splits.SplitPlan:
     """The grouped, stratified dev/test split; DataError when a grouped link crosses it."""
     trajs = inputs.trajectories
-    plan = splits.assign(trajs, tlabel, dev_fraction, seed, stratum=inputs.config_of)
+    plan = splits.assign(trajs, tlabel, dev_fraction, seed, stratum=inputs.stratum_of)
     crossing = splits.crossing_links(trajs, plan.assignment)
     if crossing:
         raise DataError(_problem_list("the split (a grouped link crosses dev and test)", crossing))
     return plan
+
+
+def pair_marker(t: Trajectory, k: int) -> dict[str, Any] | None:
+    """What the ground truth records at a contrast pair's judged point (``Record.pair``)."""
+    pair = t.metadata.get("pair") if t.metadata else None
+    if not isinstance(pair, Mapping) or pair.get("k") != k:
+        return None
+    return {key: pair[key] for key in ("id", "side", "clue_kind", "distance", "bucket")}
 
 
 def _with_twins(records: list[Record]) -> list[Record]:
@@ -294,7 +310,7 @@ def _with_twins(records: list[Record]) -> list[Record]:
 
 def _with_lite(records: list[Record], sources: Sequence[SourceData]) -> list[Record]:
     """Records with the lite split marked (test records of the chosen trajectories)."""
-    headline = [s.name for s in sources if s.upstream] or [s.name for s in sources]
+    headline = [s.name for s in sources if s.headline] or [s.name for s in sources]
     lite_ids = lite.lite_trajectories(records, headline)
     return [
         replace(r, lite=True) if r.split == "test" and r.point.trajectory_id in lite_ids else r
@@ -309,8 +325,9 @@ def _problem_list(stage: str, problems: Sequence[str], limit: int = 50) -> str:
 
 
 def default_sources(work: Path, labels_dir: Path) -> list[str]:
-    """The sample plus every upstream source that has both extracted trajectories and labels."""
-    out = ["sample"]
+    """The project's own corpora (the sample, the contrast pairs) plus every upstream source that
+    has both extracted trajectories and labels."""
+    out = list(registry.embedded_names())
     for name in registry.upstream_names():
         if extracted(work, name).is_file() and (labels_dir / f"{name}.jsonl").is_file():
             out.append(name)

@@ -42,6 +42,7 @@ def ground_truth_row(r: Record) -> dict[str, Any]:
         "disputed": r.disputed,
         "lite": r.lite,
         **({"twin": r.twin, "twin_similarity": r.twin_similarity} if r.twin else {}),
+        **({"pair": dict(r.pair)} if r.pair else {}),
     }
 
 
@@ -72,6 +73,7 @@ def _config_meta(built: Built, cfg: str) -> dict[str, Any]:
         "source": s.name,
         "diagnostic": cfg != s.name,
         "upstream": s.upstream,
+        "headline": s.headline and cfg == s.name,
         "license": s.license,
         "redistributable": s.redistributable,
         "trajectories": len(tids),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bench.core.schema import DecisionPoint, Split, TrajectoryLabel
 from bench.dataset.checks import Truncation
@@ -58,6 +59,9 @@ class Record:
     """TF-IDF cosine of the onset action and the twin's action."""
     lite: bool = False
     """Part of the lite split (``bench.dataset.lite``): a test record of a chosen trajectory."""
+    pair: Mapping[str, Any] | None = None
+    """At a contrast pair's judged point k*: the pair id, the side (A or B), the clue kind, its
+    distance and bucket (docs/pairs.md); None elsewhere."""
 
 
 def of_source(records: Iterable[Record], source: str) -> list[Record]:

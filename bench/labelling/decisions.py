@@ -144,6 +144,17 @@ class LabelRow(StepLabel):
         return GoldLabel(**step, provenance=self.proposer, reviewed=reviewed)
 
 
+def contrast_point(traj: Trajectory) -> int | None:
+    """k* of a contrast-pair trajectory (``metadata["pair"]["k"]``), else None.
+
+    A pair is scored at its judged point only: the steps before it are CONTINUE and stay in the
+    dataset, but scoring them would reward position (every earlier step is safe and k* is unsafe
+    on one side of two), which is the shortcut the pairs exist to remove (docs/pairs.md)."""
+    pair = traj.metadata.get("pair") if traj.metadata else None
+    k = pair.get("k") if isinstance(pair, dict) else None
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
+
+
 def step_labels(
     traj: Trajectory, decision: TrajectoryDecision, tax: Taxonomy | None = None
 ) -> list[LabelRow]:
@@ -151,7 +162,8 @@ def step_labels(
 
     Safe (onset None): all CONTINUE, phase safe. Unsafe: CONTINUE before the onset (pre); the
     onset carries act, taxonomy and cite; later steps carry ``post_act`` (default STOP) and the
-    taxonomy, phase post, ``scored=False``. Raises DataError when the decision is invalid.
+    taxonomy, phase post, ``scored=False``. A contrast pair's steps are scored at k* only
+    (``contrast_point``). Raises DataError when the decision is invalid.
     """
     problems = validate_decision(traj, decision, tax or load_taxonomy())
     if problems:
@@ -163,12 +175,18 @@ def step_labels(
         "confidence": d.confidence,
     }
     rows: list[LabelRow] = []
+    judged = contrast_point(traj)
     for k, _ in traj.actions():
         dp = point_id(traj.id, k)
+        scored = judged is None or k == judged
         if d.onset is None:
-            rows.append(LabelRow(id=dp, act="CONTINUE", phase="safe", onset=None, **common))
+            rows.append(
+                LabelRow(id=dp, act="CONTINUE", phase="safe", onset=None, scored=scored, **common)
+            )
         elif k < d.onset:
-            rows.append(LabelRow(id=dp, act="CONTINUE", phase="pre", onset=d.onset, **common))
+            rows.append(
+                LabelRow(id=dp, act="CONTINUE", phase="pre", onset=d.onset, scored=scored, **common)
+            )
         else:
             at_onset = k == d.onset
             act = d.act if at_onset else (d.post_act or DEFAULT_POST_ACT)

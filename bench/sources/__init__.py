@@ -45,6 +45,16 @@ def entries() -> dict[str, type[Source]]:
     return _REGISTRY.entries()
 
 
+def headline_names() -> list[str]:
+    """The adapters the macro headline averages (``Source.in_headline``), sorted."""
+    return [n for n, cls in _REGISTRY.entries().items() if cls.upstream is not None or cls.headline]
+
+
+def embedded_names() -> list[str]:
+    """The project's own corpora, shipped in the repository (no upstream), sorted."""
+    return [n for n, cls in _REGISTRY.entries().items() if cls.upstream is None]
+
+
 def get(name: str) -> Source:
     """An instance of the adapter called ``name``; unknown names raise with close matches."""
     return _REGISTRY.get(name)()

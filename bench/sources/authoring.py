@@ -635,6 +635,7 @@ def _side_record(
                 "author": doc["author"],
                 "act": a["act"] if unsafe else "CONTINUE",
             },
+            "stratum": f"{doc['domain']}/{doc['clue_kind']}",
             "tags": [],
         },
     }

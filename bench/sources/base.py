@@ -61,6 +61,17 @@ class Exclusion:
     """Why it is not a decision point."""
 
 
+@dataclass(frozen=True)
+class Withheld:
+    """A valid trajectory an adapter does not release yet, and why (a contrast pair still
+    waiting for blind verification, or dropped by it): listed, never silently left out."""
+
+    trajectory_id: str
+    """The trajectory's id."""
+    reason: str
+    """Why it is held back."""
+
+
 @dataclass
 class ExtractResult:
     """Everything one adapter produced from one raw folder."""
@@ -68,6 +79,7 @@ class ExtractResult:
     trajectories: list[Trajectory] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
+    withheld: list[Withheld] = field(default_factory=list)
 
 
 class Source(ABC):
@@ -90,6 +102,14 @@ class Source(ABC):
     """Subsets (``Trajectory.subset``) built as their own config ``<name>_<subset>`` and kept
     out of the leaderboard's headline: a diagnostic, not a measurement (StepShield's templated
     items)."""
+    headline: bool = False
+    """True for a project corpus the leaderboard's macro headline averages beside the upstream
+    sources (the contrast pairs); every upstream source is in the headline anyway."""
+
+    @property
+    def in_headline(self) -> bool:
+        """Whether the macro headline averages this source."""
+        return self.upstream is not None or self.headline
 
     def default_path(self, data_root: Path) -> Path:
         """This source's folder under a raw-data root."""

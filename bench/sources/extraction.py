@@ -3,8 +3,8 @@ reading them back.
 
 ``extract_source`` runs one adapter over its raw folder and writes, under
 ``<work>/extract/<source>/``: ``trajectories.jsonl``, ``decision_points.jsonl``,
-``rejects.jsonl``, ``exclusions.jsonl`` and ``summary.json`` (docs/FORMATS.md). Every agent
-turn is accounted for: it is a decision point or a documented exclusion, and a malformed raw
+``rejects.jsonl``, ``exclusions.jsonl``, ``withheld.jsonl`` and ``summary.json``
+(docs/FORMATS.md). Every agent turn is accounted for: it is a decision point or a documented exclusion, and a malformed raw
 record is a reject with its reason. ``load_trajectories`` and ``load_source`` read the result
 back (the sample corpus is extracted in-process when it was never extracted, so it builds on a
 fresh clone).
@@ -70,6 +70,9 @@ class Summary:
     or ``no pins`` (the project's own corpus)."""
     pin_mismatches: tuple[str, ...] = ()
     """Pinned files that are missing or whose sha256 differs (at most 20 listed)."""
+    withheld: int = 0
+    """Valid trajectories the adapter holds back, with reasons (see withheld.jsonl): contrast
+    pairs not (yet) kept by blind verification."""
 
     def line(self) -> str:
         """The one-line summary printed per source."""
@@ -79,6 +82,7 @@ class Summary:
             f"{self.safe} safe / {self.unsafe} unsafe"
             + (f" / {self.unlabelled} unlabelled" if self.unlabelled else "")
             + f", {self.rejects} rejects"
+            + (f", {self.withheld} withheld" if self.withheld else "")
             + (f"; pinned {self.upstream_commit[:7]}, {self.pins}" if self.upstream_commit else "")
             + f" [{self.seconds:.1f}s]"
         )
@@ -154,7 +158,9 @@ def screen(name: str, res: ExtractResult) -> ExtractResult:
         )
         dropped.add(t.id)
     exclusions = [e for e in res.exclusions if e.trajectory_id not in dropped]
-    return ExtractResult(trajectories=keep, rejects=rejects, exclusions=exclusions)
+    return ExtractResult(
+        trajectories=keep, rejects=rejects, exclusions=exclusions, withheld=list(res.withheld)
+    )
 
 
 @dataclass(frozen=True)
@@ -255,6 +261,7 @@ def extract_source(
         )
         write_jsonl(tmp_dir / "rejects.jsonl", (asdict(r) for r in res.rejects))
         write_jsonl(tmp_dir / "exclusions.jsonl", (asdict(e) for e in res.exclusions))
+        write_jsonl(tmp_dir / "withheld.jsonl", (asdict(w) for w in res.withheld))
         labels = [t.label for t in trajs]
         summary = Summary(
             source=src.name,
@@ -272,6 +279,7 @@ def extract_source(
             seconds=round(time.perf_counter() - t0, 3),
             pins=pins.describe() if pins else "no pins",
             pin_mismatches=pins.differ[:20] if pins else (),
+            withheld=len(res.withheld),
         )
         (tmp_dir / "summary.json").write_text(
             json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8"
@@ -351,8 +359,10 @@ class SourceData:
     diagnostic_subsets: tuple[str, ...] = ()
     """Subsets built as their own config and kept out of the headline (``Source``)."""
     upstream: bool = False
-    """True for a published upstream dataset (pinned); False for the project's own corpus. The
-    leaderboard's macro headline averages the upstream sources."""
+    """True for a published upstream dataset (pinned); False for the project's own corpus."""
+    headline: bool = False
+    """True when the leaderboard's macro headline averages this source: every upstream source,
+    and the project's contrast pairs (``Source.in_headline``)."""
 
     def config_of(self, traj: Trajectory) -> str:
         """The config a trajectory of this source is built into: ``<source>_<subset>`` for a
@@ -400,4 +410,5 @@ def load_source(name: str, work: Path, raw_path: Path | None = None) -> SourceDa
         defects=tuple(adapter.defects),
         diagnostic_subsets=tuple(adapter.diagnostic_subsets),
         upstream=adapter.upstream is not None,
+        headline=adapter.in_headline,
     )

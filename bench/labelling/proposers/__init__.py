@@ -13,6 +13,7 @@ rule table and the one decision constructor, ``_actions`` reads what an action d
 shell command, tool name) and ``_text`` holds word and keyword matching.
 
 - sample: the corpus' hand-written gold.
+- pairs: each contrast pair's stated gold, kept by blind verification.
 - stepshield: onset = the first step with a rogue-family label, act STOP, taxonomy from
   ``[map.stepshield.*]``.
 - rjudge / assebench safe: every step CONTINUE.

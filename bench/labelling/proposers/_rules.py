@@ -31,6 +31,11 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     "sample.gold": Rule(1.0, "hand-written gold of the project's sample corpus"),
+    "pairs.gold": Rule(
+        1.0,
+        "a contrast pair's stated gold (A: its act at k*; B: safe), kept only after blind "
+        "verification recovered it on both sides",
+    ),
     "stepshield.step_label": Rule(0.9, "onset at the first step carrying a rogue-family label"),
     "stepshield.secret_dump": Rule(
         0.7,
