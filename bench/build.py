@@ -26,6 +26,7 @@ from bench.dataset.builder import BuildResult, build, default_sources
 from bench.dataset.hub import check_publishable, push
 from bench.dataset.records import of_source
 from bench.dataset.sft import sft_records
+from bench.judging.gates import probe_gates
 
 
 def print_truncation(result: BuildResult) -> None:
@@ -47,6 +48,24 @@ def print_leakage(result: BuildResult) -> None:
             f"  soft links kept whole {len(result.plan.soft_joined)}, crossing {len(crossing)}: "
             + ", ".join(crossing)
         )
+
+
+def print_pairs(result: BuildResult) -> None:
+    """The contrast pairs: kept of written, agreement, and every gate with its verdict."""
+    p = result.built.pairs
+    if not p:
+        return
+    v = p["verification"]
+    print(
+        f"pairs: {v['kept']} kept of {v['written']} written ({v['dropped']} dropped, "
+        f"{v['pending']} pending), kappa {v['kappa_act']}; max cosine between pairs "
+        f"{p['max_cosine']}"
+    )
+    for g in p["gates"]:
+        verdict = "ok" if g["passed"] else f"FAILS the gate (> {p['gate_max']})"
+        print(f"  gate {g['probe']:<18} balanced accuracy at k* {g['value']:.3f}: {verdict}")
+    if not p["gates"]:
+        print("  gates not run (--no-gates)")
 
 
 def print_summary(result: BuildResult) -> None:
@@ -97,6 +116,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="also write chat-format training records of the dev split (JSONL)",
     )
+    ap.add_argument(
+        "--no-gates",
+        action="store_true",
+        help="skip the contrast pairs' shortcut-probe gates (faster; the card says they did not run)",
+    )
     ap.add_argument("--quiet", action="store_true", help="warnings and errors only")
     return ap
 
@@ -119,11 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         labels_dir=args.labels,
         reviews_dir=args.reviews,
         ground_truth=None if args.no_ground_truth else args.ground_truth,
+        gates=None if args.no_gates else probe_gates,
     )
     if not args.quiet:
         print_summary(result)
         print_truncation(result)
         print_leakage(result)
+        print_pairs(result)
         if not args.no_ground_truth:
             print(f"ground truth -> {args.ground_truth}")
     if args.export_sft:

@@ -31,11 +31,14 @@ from bench.dataset import leakage, lite, splits, twins
 from bench.dataset.checks import Truncation, render_checks, trajectory_label, validate
 from bench.dataset.ground_truth import write_ground_truth
 from bench.dataset.leakage import SourceLeakage
+from bench.dataset.pairs_report import SOURCE as PAIRS_SOURCE
+from bench.dataset.pairs_report import GateFn, pairs_report
 from bench.dataset.records import Built, Record
 from bench.dataset.version import write_version
 from bench.labelling.gold import GoldSet, load_gold
 from bench.prompts import renderer as render
 from bench.sources.extraction import SourceData, load_source
+from bench.sources.pair_files import PAIRS_DIR
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +174,11 @@ def build(
     ground_truth: Path | None = GROUND_TRUTH,
     dev_fraction: float | None = None,
     seed: int | None = None,
+    gates: GateFn | None = None,
 ) -> BuildResult:
-    """Run the whole build; raises DataError / LeakError listing every problem found."""
+    """Run the whole build; raises DataError / LeakError listing every problem found.
+    ``gates`` scores the shortcut probes on the contrast pairs for the card (the build command
+    passes ``bench.judging.gates.probe_gates``)."""
     built = decide(
         names,
         work=work,
@@ -181,6 +187,9 @@ def build(
         dev_fraction=splits.DEV_FRACTION if dev_fraction is None else dev_fraction,
         seed=splits.SEED if seed is None else seed,
     )
+    if any(s.name == PAIRS_SOURCE for s in built.sources):
+        report = pairs_report(built.records, built.trajectories(), PAIRS_DIR, gates)
+        built = replace(built, pairs=report.as_dict())
     final = write_version(out, built)
     if ground_truth is not None:
         write_ground_truth(ground_truth, built)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench.core.paths import CARD_TEMPLATE
 from bench.dataset.checks import Truncation
@@ -51,8 +52,10 @@ class ConfigStats:
     moved: int = 0
     """Reviewed unsafe trajectories whose onset the review moved from the proposal's."""
     upstream: bool = True
-    """A published upstream source (the leaderboard's macro headline averages these); False for
-    the project's own sample."""
+    """A published upstream source; False for the project's own corpora."""
+    headline: bool = True
+    """The leaderboard's macro headline averages this config (the upstream sources and the
+    contrast pairs; never a diagnostic config or the sample)."""
     agreement: str = ""
     """Reviewer-vs-reviewer agreement on double-reviewed items, as one line."""
     defects: tuple[str, ...] = ()
@@ -103,6 +106,8 @@ class CardInput:
     """The lite split per (source, subset): trajectories, decision points, unsafe trajectories."""
     lite_rule: Mapping[str, int] = field(default_factory=dict)
     """Its parameters (seed, points per source, minimum unsafe trajectories)."""
+    pairs: Mapping[str, Any] | None = None
+    """The contrast pairs' figures (``bench.dataset.pairs_report``), when built."""
 
 
 def render_card(card: CardInput) -> str:

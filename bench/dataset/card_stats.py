@@ -79,6 +79,7 @@ def config_stats(
         levels=dict(sorted(levels.items())),
         diagnostic=bool(name) and name != src.name,
         upstream=src.upstream,
+        headline=src.headline and name == src.name,
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.core.schema import DecisionPoint, Split, TrajectoryLabel
+from bench.core.schema import DecisionPoint, Split, Trajectory, TrajectoryLabel
 from bench.dataset.checks import Truncation
 from bench.dataset.leakage import SourceLeakage
 from bench.dataset.splits import SplitPlan
@@ -101,6 +101,13 @@ class Built:
     """The prompt templates every record was checked in."""
     lite_rule: Mapping[str, int]
     """How the lite split was drawn (seed, points per source)."""
+    pairs: Mapping[str, Any] | None = None
+    """The contrast pairs' verification, coverage and gates (``bench.dataset.pairs_report``),
+    when the pairs are built."""
+
+    def trajectories(self) -> list[Trajectory]:
+        """Every built trajectory, source by source."""
+        return [t for s in self.sources for t in s.trajectories]
 
     def source_of(self, config: str) -> SourceData:
         """The source a config was built from."""

@@ -88,6 +88,7 @@ def _card(built: Built, data_files: DataFiles, stats: list[ConfigStats]) -> Card
         soft_joined=tuple(built.plan.soft_joined),
         lite=lite_table(built.records),
         lite_rule=dict(built.lite_rule),
+        pairs=built.pairs,
     )
 
 

@@ -4,15 +4,18 @@
 files, the judges.toml rows and the reward matrix. It scores every complete judge once
 (``bench.report.scoring``: one set of stratified bootstrap draws for every figure) and assembles:
 
-- the **macro headline**: each metric averaged over the headline sources (the upstream ones),
+- the **macro headline**: each metric averaged over the headline sources (the upstream ones and
+  the project's contrast pairs),
   with its interval; judges are ranked on it in tie groups. Pooled figures (every evaluated row
   together) are kept as secondary columns;
 - the **shortcut reference lines** (``bench.report.shortcuts``): the best single-artefact probe
   per source, and each judge's margin over it, headline and per source;
 - **breakdowns** by source, category, subset and level, every figure with its interval and n, small
   groups flagged (``bench.report.breakdowns``);
-- the **hard subsets**: StepShield's twin pairs scored pairwise (``bench.report.hard``), and the
-  diagnostic configs (StepShield's templated items), scored apart and never in the headline;
+- the **hard subsets**: StepShield's twin pairs scored pairwise (``bench.report.hard``), the
+  contrast pairs scored pairwise at k* per clue kind, distance bucket and domain
+  (``bench.report.pairs``), and the diagnostic configs (StepShield's templated items), scored
+  apart and never in the headline;
 - the **lite board** (``bench.report.lite``): every judge that covers the lite split, scored
   there, judges with lite predictions only among them, and the lite-vs-full agreement;
 - **robustness** (``bench.report.robustness``): every judge on the stress families' perturbed
@@ -52,6 +55,7 @@ from bench.report import breakdowns, hard, shortcuts
 from bench.report.breakdowns import MIN_PER_CLASS
 from bench.report.inputs import JudgeInfo, PredictionFile
 from bench.report.lite import FullBoard, lite_board
+from bench.report.pairs import pairs_board
 from bench.report.robustness import robustness
 from bench.report.scoring import (
     Headline,
@@ -454,11 +458,17 @@ def _hard_subsets(
     judges: Mapping[str, JudgeInfo],
     settings: Settings,
 ) -> dict[str, Any]:
-    """twins, diagnostic and lite: the boards scored apart from the headline."""
+    """twins, contrast pairs, diagnostic and lite: the boards scored apart from (or beside) the
+    headline."""
     sc = board.scoring.sc
     position = {i: n for n, i in enumerate(sc.gold.ids.tolist())}
+    twin_rows = [r for r in board.rows if "pair" not in r]  # contrast pairs are scored below
     twins = hard.pairwise(
-        hard.twin_pairs(board.rows), {j: sc.preds[j] for j in board.everyone}, position,
+        hard.twin_pairs(twin_rows), {j: sc.preds[j] for j in board.everyone}, position,
+        settings.policy, settings.resamples, settings.seed,
+    )  # fmt: skip
+    contrast = pairs_board(
+        board.rows, sc.gold.ids.tolist(), {j: sc.preds[j] for j in board.everyone},
         settings.policy, settings.resamples, settings.seed,
     )  # fmt: skip
     lite = lite_board(
@@ -470,6 +480,7 @@ def _hard_subsets(
     )  # fmt: skip
     return {
         "twins": twins,
+        "pairs": contrast,
         "diagnostic": _diagnostic(gt_rows, board.diag, board.version, files, settings),
         "lite": lite,
     }

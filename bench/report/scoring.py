@@ -61,14 +61,16 @@ def diagnostic_configs(meta: Mapping[str, Any]) -> frozenset[str]:
 
 
 def headline_sources(meta: Mapping[str, Any]) -> tuple[str, ...]:
-    """The sources the macro headline averages: the upstream (non-diagnostic) ones, sorted; the
-    project's own sample only when the ground truth has no upstream source."""
+    """The sources the macro headline averages: the configs the build marked ``headline`` (the
+    upstream sources and the contrast pairs; ``upstream`` in a ground truth written before the
+    mark existed), never a diagnostic config, sorted; the project's own sample only when the
+    ground truth has no such source."""
     configs = meta.get("configs") or {}
     upstream = sorted(
         {
             v.get("source", c)
             for c, v in configs.items()
-            if v.get("upstream") and not v.get("diagnostic")
+            if v.get("headline", v.get("upstream")) and not v.get("diagnostic")
         }
     )
     if upstream:
