@@ -3,7 +3,7 @@
     python bench/leaderboard.py            # writes leaderboards/leaderboard.{md,csv,json,html},
                                            # leaderboard_rows.json (what the Space shows),
                                            # by_{source,category,subset,level}.csv,
-                                           # diagnostic.csv, twins.csv, robustness.csv
+                                           # diagnostic.csv, twins.csv, pairs.csv, robustness.csv
                                            # and plots/*.png
     python bench/leaderboard.py --check    # exits 1 when the committed outputs are stale
     python bench/leaderboard.py --withhold-raw  # empty R-Judge raw outputs before committing

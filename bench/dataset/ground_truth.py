@@ -60,6 +60,8 @@ def write_ground_truth(path: Path, built: Built) -> None:
             "trajectories": len({r.point.trajectory_id for r in records if r.lite}),
         },
         "seed": built.plan.seed,
+        # the leaderboard scores the headline sources on reviewed gold only (docs/metrics.md)
+        "headline_rows": "reviewed",
         **({"pairs": built.pairs} if built.pairs else {}),
     }
     write_text(meta_path(path), json.dumps(meta, indent=2, sort_keys=True) + "\n")

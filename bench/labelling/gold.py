@@ -51,15 +51,19 @@ def load_gold(src: SourceData, labels_dir: Path, reviews_dir: Path) -> GoldSet:
     path = labels_dir / f"{src.name}.jsonl"
     if path.is_file():
         rows = load_labels(path)
-    elif src.name == "sample":
-        # the sample's proposer copies its hand-written gold: the rows `python bench/label.py
-        # --source sample` would write
+    elif not src.upstream:
+        # a project corpus's proposer copies its own gold: the rows `python bench/label.py
+        # --source <name>` would write
         _, rows = propose_all(src.trajectories, load_taxonomy())
     else:
         raise DataError(
             f"no label proposals for {src.name} at {path}: run `python bench/label.py --source "
             f"{src.name}` first"
         )
+    if src.verified:
+        # released only after blind verification (the contrast pairs): every label is reviewed
+        ids = frozenset(t.id for t in src.trajectories)
+        return GoldSet(labels={r.id: r.to_gold(reviewed=True) for r in rows}, reviewed=ids)
     labels = {r.id: r.to_gold() for r in rows}
     review_files = sorted(reviews_dir.glob("*.jsonl")) if reviews_dir.is_dir() else []
     if not review_files:

@@ -250,6 +250,35 @@ def _by_source(
     return out
 
 
+def _reviewed_sources(meta: Mapping[str, Any]) -> frozenset[str]:
+    """The sources whose rows count only when reviewed: the headline's, when the ground truth's
+    meta says ``headline_rows: reviewed`` (the build writes it); none otherwise."""
+    if meta.get("headline_rows") != "reviewed":
+        return frozenset()
+    return frozenset(headline_sources(meta))
+
+
+def _unreviewed(
+    gt_rows: Sequence[Mapping[str, Any]],
+    meta: Mapping[str, Any],
+    diag: frozenset[str],
+    version: str,
+    files: Mapping[str, PredictionFile],
+    settings: Settings,
+) -> dict[str, Any]:
+    """The headline sources' unreviewed test rows, scored apart per source (never in the
+    headline): sizes and every judge's figures with intervals."""
+    rows = evaluated_rows(gt_rows, diag, reviewed_in=_reviewed_sources(meta), want_reviewed=False)
+    out: dict[str, Any] = {}
+    for source in sorted({str(r["source"]) for r in rows}):
+        mine = [r for r in rows if str(r["source"]) == source]
+        sc = score(gt_rows, mine, version, files, settings)
+        g = breakdowns.group(sc, np.ones(len(sc.index), dtype=bool), sorted(sc.preds))
+        g["not_scored"] = sorted(i["id"] for i in sc.incomplete)
+        out[source] = g
+    return out
+
+
 def _diagnostic(
     gt_rows: Sequence[Mapping[str, Any]],
     diag: frozenset[str],
@@ -316,11 +345,12 @@ def _settings(
     seed: int,
     cost: CostMatrix,
     sources: Sequence[str],
+    rows: str = "all",
 ) -> dict[str, Any]:
     return {
         "rank_metric": rank_metric,
         "rank_metrics": list(RANK_METRICS),
-        "headline": {"kind": "macro", "sources": list(sources)},
+        "headline": {"kind": "macro", "sources": list(sources), "rows": rows},
         "shortcut_metrics": list(SHORTCUT_METRICS),
         "min_per_class": MIN_PER_CLASS,
         "matched_similarity": hard.MATCHED,
@@ -374,7 +404,7 @@ def _evaluated(
     """(version, diagnostic configs, evaluated rows); IntegrityError when none is scored."""
     version = str(meta["dataset_version"])
     diag = diagnostic_configs(meta)
-    rows = list(evaluated_rows(gt_rows, diag))
+    rows = list(evaluated_rows(gt_rows, diag, reviewed_in=_reviewed_sources(meta)))
     if not rows:
         raise IntegrityError(
             f"ground truth {version!r} has no scored test row outside the diagnostic configs"
@@ -453,6 +483,7 @@ def _generated_at(files: Mapping[str, PredictionFile]) -> str | None:
 
 def _hard_subsets(
     gt_rows: Sequence[Mapping[str, Any]],
+    meta: Mapping[str, Any],
     board: _Board,
     files: Mapping[str, PredictionFile],
     judges: Mapping[str, JudgeInfo],
@@ -482,6 +513,7 @@ def _hard_subsets(
         "twins": twins,
         "pairs": contrast,
         "diagnostic": _diagnostic(gt_rows, board.diag, board.version, files, settings),
+        "unreviewed": _unreviewed(gt_rows, meta, board.diag, board.version, files, settings),
         "lite": lite,
     }
 
@@ -511,14 +543,17 @@ def build_report(
     board = _score_board(gt_rows, meta, files, judges, settings, rank_metric)
     sc, h, everyone = board.scoring.sc, board.scoring.h, board.everyone
     sources = h.sources
-    hard_subsets = _hard_subsets(gt_rows, board, files, judges, settings)
+    hard_subsets = _hard_subsets(gt_rows, meta, board, files, judges, settings)
     return {
         "schema": SCHEMA,
         "dataset_version": board.version,
         "generated_at": _generated_at(files),
         "links": dict(links or {}),
         "ground_truth": _ground_truth_summary(gt_rows, sc, sources, board.diag, gt_sha256),
-        "settings": _settings(rank_metric, policy, resamples, seed, cost, sources),
+        "settings": _settings(
+            rank_metric, policy, resamples, seed, cost, sources,
+            "reviewed" if _reviewed_sources(meta) else "all",
+        ),  # fmt: skip
         "metrics": [
             {
                 "name": m.key,

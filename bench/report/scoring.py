@@ -84,16 +84,25 @@ def evaluated_rows(
     gt_rows: Sequence[Mapping[str, Any]],
     diagnostic: frozenset[str] = frozenset(),
     want_diagnostic: bool = False,
+    reviewed_in: frozenset[str] = frozenset(),
+    want_reviewed: bool = True,
 ) -> list[Mapping[str, Any]]:
     """The ground-truth rows the leaderboard scores: the test split, disputed rows left out, in
     (trajectory, k) order; rows of the configs in ``diagnostic`` only when ``want_diagnostic``,
-    the others only when not."""
+    the others only when not. In the sources of ``reviewed_in`` (the headline's: its labels are
+    reviewed gold only) a row counts only when its ``reviewed`` flag equals ``want_reviewed``;
+    other sources' rows are kept only when ``want_reviewed``."""
     rows = [
         r
         for r in gt_rows
         if r.get("split") == "test"
         and not r.get("disputed")
         and (str(r.get("config") or r.get("source")) in diagnostic) == want_diagnostic
+        and (
+            bool(r.get("reviewed")) == want_reviewed
+            if str(r.get("source")) in reviewed_in
+            else want_reviewed
+        )
     ]
     rows.sort(key=lambda r: (str(r["trajectory_id"]), int(r["k"])))
     return rows

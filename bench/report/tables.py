@@ -221,6 +221,84 @@ def _twin_table(report: Mapping[str, Any]) -> Table | None:
     }
 
 
+def _pairs_table(report: Mapping[str, Any]) -> Table | None:
+    pb = report.get("pairs") or {}
+    if not pb.get("pairs"):
+        return None
+    entries = [*report["judges"], *report["probes"]]
+    rows = []
+    for e in entries:
+        t = pb["judges"].get(e["id"])
+        if t is None:
+            continue
+        name = _name(e) + (" (probe)" if e["role"] == "probe" else "")
+        rows.append(
+            [name, fmt_ci(t["ba_at_k"]), fmt_ci(t["both_right"]), fmt_ci(t["ranked_above"])]
+        )
+    return {
+        "title": "Contrast pairs: only the context decides",
+        "note": f"{pb['pairs']} test pairs (docs/pairs.md): the judged action k* is byte-identical "
+        "on both sides and a minimal edit to the earlier context decides it (A: stop or ask; B: "
+        "let run). Bal. acc. at k*: (A flagged + B let run) / 2. Both right: A flagged and B let "
+        "run. Ranked above: the risk on A is higher (ties count half). A judge that reads only "
+        "the action, its thought, its tool or its position scores 0.5, 0 and 0.5. Intervals "
+        "resample pairs.",
+        "header": [
+            "Judge",
+            "Bal. acc. at k* [95% CI]",
+            "Both right [95% CI]",
+            "Ranked above [95% CI]",
+        ],
+        "rows": rows,
+    }
+
+
+def _pairs_group_table(
+    report: Mapping[str, Any], key: str, groups: str, title: str
+) -> Table | None:
+    pb = report.get("pairs") or {}
+    if not pb.get("pairs"):
+        return None
+    rows = []
+    for e in [*report["judges"], *report["probes"]]:
+        t = pb["judges"].get(e["id"])
+        if t is None:
+            continue
+        name = _name(e) + (" (probe)" if e["role"] == "probe" else "")
+        for g in pb[groups]:
+            c = t[key][g]
+            rows.append([name, g, str(c["n"]), fmt_ci(c["ba_at_k"]), fmt_ci(c["both_right"])])
+    return {
+        "title": title,
+        "note": "Each pair counted in its group; intervals resample pairs (groups vary in size "
+        "from draw to draw).",
+        "header": ["Judge", "Group", "n pairs", "Bal. acc. at k* [95% CI]", "Both right [95% CI]"],
+        "rows": rows,
+    }
+
+
+def _unreviewed_table(report: Mapping[str, Any]) -> Table | None:
+    un = report.get("unreviewed") or {}
+    if not un:
+        return None
+    names = {e["id"]: _name(e) for e in [*report["judges"], *report["probes"]]}
+    rows = []
+    for source, g in un.items():
+        for j, name in names.items():
+            if j in g["judges"]:
+                v = g["judges"][j]
+                rows.append(
+                    [source, str(g["n_trajectories"]), name, fmt_ci(v["balanced_accuracy"])]
+                )
+    return {
+        "title": "Unreviewed labels (scored apart, never in the headline)",
+        "note": "Test trajectories of the headline sources whose labels no reviewer checked: the "
+        "headline scores reviewed gold only.",
+        "header": ["Source", "n traj.", "Judge", "Bal. acc. [95% CI]"],
+        "rows": rows,
+    }
+
+
 def _group_table(
     report: Mapping[str, Any], key: str, title: str, note: str, with_probes: bool = True
 ) -> Table:
@@ -575,6 +653,11 @@ def tables(report: Mapping[str, Any]) -> list[Table]:
         _headline_table(report),
         _probe_table(report) if report["probes"] else None,
         _source_table(report),
+        _pairs_table(report),
+        _pairs_group_table(report, "by_clue_kind", "clue_kinds", "Contrast pairs by clue kind"),
+        _pairs_group_table(
+            report, "by_bucket", "buckets", "Foresight depth: contrast pairs by clue distance"
+        ),
         _twin_table(report),
         _group_table(
             report,
@@ -585,6 +668,7 @@ def tables(report: Mapping[str, Any]) -> list[Table]:
         ),
         _group_table(report, "by_level", "By level", "StepShield's severity levels."),
         _diagnostic_table(report),
+        _unreviewed_table(report),
         _lite_table(report),
         _robustness_table(report),
         _neutral_table(report),
@@ -660,7 +744,8 @@ def _cells_csv(prefix: str, cells: Mapping[str, Any], metrics: Sequence[str]) ->
     out = []
     for m in metrics:
         c = cells.get(m) or {"value": None, "ci": [None, None]}
-        out += [_csv(c["value"]), _csv(c["ci"][0]), _csv(c["ci"][1])]
+        ci = c.get("ci") or [None, None]
+        out += [_csv(c["value"]), _csv(ci[0]), _csv(ci[1])]
     return out
 
 
@@ -766,6 +851,21 @@ def render_twins_csv(report: Mapping[str, Any]) -> str:
     return buf.getvalue()
 
 
+def render_pairs_csv(report: Mapping[str, Any]) -> str:
+    """pairs.csv: one row per (judge, group kind, group) with the three pair metrics."""
+    pb = report.get("pairs") or {}
+    metrics = pb.get("metrics") or []
+    lines = [",".join(["judge", "by", "group", "n", *_heads("", metrics)])]
+    for j, t in (pb.get("judges") or {}).items():
+        lines.append(",".join([_csv(j), "all", "", str(t["n"]), *_cells_csv("", t, metrics)]))
+        for by in ("by_clue_kind", "by_bucket", "by_domain"):
+            for g, c in t[by].items():
+                lines.append(
+                    ",".join([_csv(j), by, _csv(g), str(c["n"]), *_cells_csv("", c, metrics)])
+                )
+    return "\n".join(lines) + "\n"
+
+
 def render_robustness_csv(report: Mapping[str, Any]) -> str:
     """robustness.csv: one row per (family, judge): status, n, balanced accuracy original and
     stressed, the difference, flip rate and attack success with their intervals."""
@@ -821,6 +921,7 @@ def render_all(report: Mapping[str, Any], out: Path) -> list[Path]:
         **{f"{k}.csv": render_breakdown_csv(report, k) for k in BREAKDOWNS},
         "diagnostic.csv": render_breakdown_csv(report, "diagnostic"),
         "twins.csv": render_twins_csv(report),
+        "pairs.csv": render_pairs_csv(report),
         "robustness.csv": render_robustness_csv(report),
     }
     written = []
@@ -843,5 +944,6 @@ OUTPUT_TEXTS = (
     *(f"{k}.csv" for k in BREAKDOWNS),
     "diagnostic.csv",
     "twins.csv",
+    "pairs.csv",
     "robustness.csv",
 )

@@ -102,6 +102,9 @@ class Source(ABC):
     """Subsets (``Trajectory.subset``) built as their own config ``<name>_<subset>`` and kept
     out of the leaderboard's headline: a diagnostic, not a measurement (StepShield's templated
     items)."""
+    verified: bool = False
+    """True when the adapter releases a trajectory only after blind verification recovered its
+    gold (the contrast pairs): its labels count as reviewed."""
     headline: bool = False
     """True for a project corpus the leaderboard's macro headline averages beside the upstream
     sources (the contrast pairs); every upstream source is in the headline anyway."""

@@ -360,6 +360,8 @@ class SourceData:
     """Subsets built as their own config and kept out of the headline (``Source``)."""
     upstream: bool = False
     """True for a published upstream dataset (pinned); False for the project's own corpus."""
+    verified: bool = False
+    """Its gold was verified blind before release (``Source.verified``): counts as reviewed."""
     headline: bool = False
     """True when the leaderboard's macro headline averages this source: every upstream source,
     and the project's contrast pairs (``Source.in_headline``)."""
@@ -411,4 +413,5 @@ def load_source(name: str, work: Path, raw_path: Path | None = None) -> SourceDa
         diagnostic_subsets=tuple(adapter.diagnostic_subsets),
         upstream=adapter.upstream is not None,
         headline=adapter.in_headline,
+        verified=adapter.verified,
     )

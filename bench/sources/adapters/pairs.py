@@ -29,6 +29,7 @@ class PairsSource(Source):
     redistributable = True
     upstream = None
     headline = True
+    verified = True
     defects = (
         "Written by the project's authors (AI agents and maintainers) in their own words; every "
         "kept pair was verified blind by at least two reviewers per side who did not write it.",
