@@ -1,4 +1,8 @@
-"""``python bench/pipeline.py``: the whole flow on the embedded sample corpus, offline.
+"""``python bench/pipeline.py``: the whole flow on the embedded corpora, offline.
+
+The embedded corpora are the project's own: the sample cases and the contrast pairs
+(docs/pairs.md), so a fresh clone sees at once what the benchmark measures: the pairs column,
+where every one-artefact shortcut probe sits at 0.5.
 
 extract -> label -> build -> decide -> leaderboard, each stage the same script a maintainer runs,
 with every output under one work folder (default ``work/pipeline``) so that nothing committed is
@@ -22,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import build, decide, extract, label, leaderboard
+from bench import sources as registry
 from bench.core.errors import BenchError
 from bench.core.paths import JUDGES_TOML, work_dir
 from bench.core.script import run, setup_logging
@@ -29,8 +34,9 @@ from bench.judging.specs import load as load_judges
 
 log = logging.getLogger(__name__)
 
-OFFLINE_BACKENDS = ("baseline", "sklearn", "embedding")
-"""Backends that run on a bare CPU machine with no weights or keys: the default judges."""
+OFFLINE_BACKENDS = ("baseline", "sklearn", "embedding", "probe")
+"""Backends that run on a bare CPU machine with no weights or keys: the default judges (the
+shortcut probes among them, as reference lines)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         "--source",
         action="append",
         metavar="NAME",
-        help="sources to run (default: sample). Real sources need $FORESIGHT_DATA.",
+        help="sources to run (default: the embedded corpora, sample and pairs). Real sources "
+        "need $FORESIGHT_DATA.",
     )
     p.add_argument(
         "--out",
@@ -83,7 +90,7 @@ Stage = tuple[str, Callable[[list[str] | None], int], list[str]]
 
 def _stages(args: argparse.Namespace, out: Path, lb: Path) -> list[Stage]:
     """Every stage with the argv that chains it to the one before, under ``out``."""
-    sources = args.source or ["sample"]
+    sources = args.source or registry.embedded_names()
     q = ["--quiet"] if args.quiet else []
     gt = lb / "ground_truth.jsonl"
     src_args = [a for s in sources for a in ("--source", s)]

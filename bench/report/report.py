@@ -551,7 +551,12 @@ def build_report(
         "links": dict(links or {}),
         "ground_truth": _ground_truth_summary(gt_rows, sc, sources, board.diag, gt_sha256),
         "settings": _settings(
-            rank_metric, policy, resamples, seed, cost, sources,
+            rank_metric,
+            policy,
+            resamples,
+            seed,
+            cost,
+            sources,
             "reviewed" if _reviewed_sources(meta) else "all",
         ),  # fmt: skip
         "metrics": [
@@ -577,7 +582,14 @@ def build_report(
         "definitions": "docs/metrics.md",
         "plots": {
             k: f"plots/{k}.png"
-            for k in ("roc", "accuracy_latency", "reliability", "trajectory_outcomes", "shortcuts")
+            for k in (
+                "roc",
+                "accuracy_latency",
+                "reliability",
+                "trajectory_outcomes",
+                "shortcuts",
+                "foresight_depth",
+            )  # fmt: skip
         },
     }
 
