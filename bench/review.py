@@ -24,9 +24,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from bench import sources as registry
 from bench.core.errors import DataError
 from bench.core.ids import source_of
-from bench.core.paths import LABELS_DIR, REVIEWS_DIR, work_dir
+from bench.core.jsonl import read_jsonl
+from bench.core.paths import LABELS_DIR, REVIEWS_DIR, extracted, work_dir
 from bench.core.schema import Trajectory
 from bench.core.script import setup_logging
 from bench.core.taxonomy import load_taxonomy
@@ -132,6 +134,17 @@ def _queue(
     return trajs, items if args.limit is None else items[: args.limit]
 
 
+def _subsets(work: Path, sources: set[str]) -> dict[str, str]:
+    """Trajectory id -> subset for the sources extracted under ``work`` (for --stats); the
+    sources not extracted are left out (their coverage is still shown per source)."""
+    out: dict[str, str] = {}
+    for s in sorted(sources):
+        path = extracted(work, s)
+        if path.is_file():
+            out |= {str(d["id"]): str(d.get("subset") or "") for d in read_jsonl(path)}
+    return out
+
+
 def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
     """Entry point; ``stdin`` lets tests drive the interactive mode."""
     args = _parser().parse_args(argv)
@@ -147,8 +160,15 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
             stats_report(
                 {t: proposals[t] for t in chosen},
                 [r for r in reviews if r.trajectory_id in chosen],
+                subsets=_subsets(work, {source_of(t) for t in chosen}),
             )
         )
+        for s in sorted({source_of(t) for t in chosen}):
+            if registry.get(s).verified:
+                print(
+                    f"NOTE {s}: released only after blind verification, so the build counts every "
+                    f"label as reviewed (`python bench/pairs.py stats` gives its figures)"
+                )
         return 0
     if args.show:
         _show(str(args.show), proposals, reviews, work, args)

@@ -403,9 +403,11 @@ def stats_report(
     proposals: Mapping[str, TrajectoryDecision],
     reviews: Sequence[Review],
     labels: Mapping[str, str] | None = None,
+    subsets: Mapping[str, str] | None = None,
 ) -> str:
-    """Coverage per source (and per source x label), proposer-vs-reviewer and reviewer-vs-
-    reviewer agreement with Cohen's kappa on onset and act, proposer accuracy per rule, and the
+    """Coverage per source (per source x label, and per source x subset when ``subsets`` maps
+    trajectory ids to their subset), proposer-vs-reviewer and reviewer-vs-reviewer agreement with
+    Cohen's kappa on onset and act (overall and per source), proposer accuracy per rule, and the
     open conflicts. ``labels`` maps trajectory id -> upstream label (else the proposal's)."""
     by_traj, adj = latest(reviews), adjudications(reviews)
     decisions, conflicts = effective_decisions(proposals, reviews)
@@ -414,6 +416,15 @@ def stats_report(
         return (labels or {}).get(tid) or ("safe" if proposals[tid].onset is None else "unsafe")
 
     lines = _coverage_lines(proposals, by_traj, adj, decisions, label_of)
+    if subsets:
+        sub = {t: s for t, s in subsets.items() if s and t in proposals}
+        lines += _coverage_lines(
+            {t: proposals[t] for t in sub},
+            by_traj,
+            adj,
+            {t: d for t, d in decisions.items() if t in sub},
+            lambda t: sub[t],
+        )[2:]
     lines += _agreement_lines(proposals, by_traj)
     lines += _accuracy_lines(proposals, decisions)
     current = sum(
@@ -486,7 +497,7 @@ def _agreement_lines(
         if len(names) >= 2:
             rr.append((rs[names[0]].values(), rs[names[1]].values()))
     a, b = agreement(pv), agreement(rr)
-    return [
+    out = [
         "AGREEMENT proposer vs reviewers (every latest review)",
         f"  n={a.n} onset agree={a.onset_agree:.1%} act agree={a.act_agree:.1%} "
         f"kappa onset={_k(a.kappa_onset)} kappa act={_k(a.kappa_act)}",
@@ -494,6 +505,20 @@ def _agreement_lines(
         f"  n={b.n} onset agree={b.onset_agree:.1%} act agree={b.act_agree:.1%} "
         f"kappa onset={_k(b.kappa_onset)} kappa act={_k(b.kappa_act)}",
     ]
+    per: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
+    for rs in by_traj.values():
+        names = sorted(rs)
+        if len(names) >= 2:
+            per[source_of(rs[names[0]].trajectory_id)].append(
+                (rs[names[0]].values(), rs[names[1]].values())
+            )
+    for s, pairs in sorted(per.items()):
+        g = agreement(pairs)
+        out.append(
+            f"  {s:<11} n={g.n} onset agree={g.onset_agree:.1%} act agree={g.act_agree:.1%} "
+            f"kappa onset={_k(g.kappa_onset)} kappa act={_k(g.kappa_act)}"
+        )
+    return out
 
 
 def _accuracy_lines(
