@@ -68,6 +68,11 @@ button[role="tab"][aria-selected="true"], .tab-wrapper button.selected {
 .gradio-container {--body-text-color-subdued: #4b5563;}
 .fs-h2 h2 {margin: 4px 0 2px 0;}
 .fs-raw summary {cursor: pointer; font-weight: 600;}
+.fs-pairgrid {display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 12px;}
+@media (max-width: 760px) {.fs-pairgrid {grid-template-columns: minmax(0, 1fr);}}
+.fs-side {min-width: 0;}
+.fs-sidehead {font-weight: 600; margin: 4px 0;}
+.fs-diff {background: #fef3c7; border-left-color: #b45309 !important; border-radius: 4px;}
 """
 
 THEME = gr.themes.Default(
@@ -154,6 +159,20 @@ def _numeric(df: pd.DataFrame) -> Any:
     )
 
 
+def _image(
+    path: str | None,
+    label: str,
+    alt: str,
+    buttons: Sequence[Any] = ("fullscreen", "download"),
+    **kw: Any,
+) -> gr.Image:
+    """A plot from the results folder, read-only, with its alternative text."""
+    return gr.Image(
+        path, label=label, alt_text=alt, type="filepath", interactive=False,
+        buttons=list(buttons), **kw,
+    )  # fmt: skip
+
+
 def _table(value: pd.DataFrame, **kw: Any) -> gr.Dataframe:
     """A read-only, wrapping table in the page's table style."""
     return gr.Dataframe(value=value, interactive=False, wrap=True, elem_classes="fs-table", **kw)
@@ -232,7 +251,19 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
             V.raw_html(res, texts, did),
         )
 
+    def pairs_list(domain: str, clue_kind: str, bucket: str) -> tuple[Any, str]:
+        ids, note = T.pair_ids(res, domain, clue_kind, bucket)
+        return gr.Dropdown(choices=ids, value=ids[0] if ids else None), note
+
+    def pair(pid: str) -> tuple[pd.DataFrame, str]:
+        entry = T.pair_index(res).get((pid or "").strip())
+        if entry is None:
+            return pd.DataFrame(), "<p class='fs-muted'>Pick a pair.</p>"
+        return _df(T.pair_verdicts(res, pid.strip())), V.pair_html(res, texts, entry)
+
     return {
+        "pairs_list": pairs_list,
+        "pair": pair,
         "leaderboard": leaderboard,
         "trajectories": trajectories,
         "robustness": robustness,
@@ -398,12 +429,10 @@ def _trajectories_tab(page: Page) -> Controls:
     )
     tsearch.change(cb["trajectories"], tsearch, ttable, api_name="trajectories")
     if res.plot("trajectory_outcomes"):
-        gr.Image(
+        _image(
             res.plot("trajectory_outcomes"),
-            label="Trajectory outcomes",
-            alt_text="Stacked bars per judge: the share of unsafe trajectories first flagged at the onset, early, late, or missed (colour and pattern per part).",
-            type="filepath",
-            interactive=False,
+            "Trajectory outcomes",
+            "Stacked bars per judge: the share of unsafe trajectories first flagged at the onset, early, late, or missed (colour and pattern per part).",
             buttons=["fullscreen"],
         )
     return {}
@@ -428,13 +457,10 @@ def _validity_tab(page: Page) -> Controls:
     gr.Markdown("### Diagnostic configs\n" + dnote)
     _table(ddf, elem_id="diagnostic-table", show_label=False)
     if res.plot("shortcuts"):
-        gr.Image(
+        _image(
             res.plot("shortcuts"),
-            label="Balanced accuracy against the best probe",
-            alt_text="One panel for the headline and one per source: each judge's balanced accuracy with its interval, and a dashed line at the best shortcut probe.",
-            type="filepath",
-            interactive=False,
-            buttons=["fullscreen", "download"],
+            "Balanced accuracy against the best probe",
+            "One panel for the headline and one per source: each judge's balanced accuracy with its interval, and a dashed line at the best shortcut probe.",
         )
     return {}
 
@@ -472,24 +498,13 @@ def _plots_tab(page: Page) -> Controls:
             ("roc", "ROC curves"),
             ("reliability", "Reliability diagrams"),
         ):
-            gr.Image(
-                res.plot(key),
-                label=label,
-                alt_text=ALT[key],
-                type="filepath",
-                interactive=False,
-                min_width=420,
-                buttons=["fullscreen", "download"],
-            )
+            _image(res.plot(key), label, ALT[key], min_width=420)
     with gr.Row():
-        gr.Image(
+        _image(
             res.plot("accuracy_latency"),
-            label="Balanced accuracy against p50 latency",
-            alt_text="Each judge's balanced accuracy with its interval against its median seconds per decision on a log scale, with the Pareto frontier dotted.",
-            type="filepath",
-            interactive=False,
+            "Balanced accuracy against p50 latency",
+            "Each judge's balanced accuracy with its interval against its median seconds per decision on a log scale, with the Pareto frontier dotted.",
             min_width=420,
-            buttons=["fullscreen", "download"],
         )
         gr.Markdown(
             "**ROC**: true-positive rate against false-positive rate as the risk "
@@ -539,6 +554,53 @@ def _compare_tab(page: Page) -> Controls:
             js=url_js(("a", "b"), defaults),
         )
     return {"a": ja, "b": jb, "disagree": cdis}
+
+
+def _pairs_tab(page: Page) -> Controls:
+    """The contrast pairs: their board, the foresight-depth plot, and a pair viewer (both
+    sides side by side with every judge's verdict on each)."""
+    res, texts, cb = page.res, page.texts, page.cb
+    gr.Markdown("## Contrast pairs", elem_classes="fs-h2")
+    df, note = T.pairs_table(res)
+    gr.Markdown(note)
+    _table(_df(df), elem_id="pairs-table", show_label=False)
+    for kind, head in T.PAIR_GROUPS:
+        with gr.Accordion(f"By {head.lower()}", open=False):
+            _table(_df(T.pairs_group_table(res, kind)), show_label=False)
+    if res.plot("foresight_depth"):
+        _image(
+            res.plot("foresight_depth"),
+            "Foresight depth",
+            "One line per judge: balanced accuracy at k* on the contrast pairs against the number of turns between the deciding clue and the judged action, with chance (any one-artefact probe) dashed at 0.5.",
+        )
+    gr.Markdown(
+        "### One pair\nSide A (a careful monitor asks or stops at k*) and side B (it lets the "
+        "same action run), each as a judge sees it; turns that differ between the sides are "
+        "highlighted. Every judge's verdict on each side first, ✓ when its binary verdict "
+        "matches the gold one.\n\n" + texts.origin
+    )
+    choices = T.pair_filters(res)
+    ids0, note0 = T.pair_ids(res)
+    with gr.Row(equal_height=True):
+        pdomain = gr.Dropdown(choices["domain"], value=D.ALL, label="Domain", min_width=120)
+        pkind = gr.Dropdown(choices["clue_kind"], value=D.ALL, label="Clue kind", min_width=120)
+        pbucket = gr.Dropdown(choices["bucket"], value=D.ALL, label="Clue distance", min_width=100)
+        pid = gr.Dropdown(
+            ids0, value=ids0[0] if ids0 else None, label="Pair", allow_custom_value=True,
+            min_width=200, scale=2,
+        )  # fmt: skip
+    pnote = gr.Markdown(note0)
+    p0 = cb["pair"](ids0[0] if ids0 else "")
+    pverdicts = _table(p0[0], show_label=False, elem_id="pair-verdicts")
+    ppair = gr.HTML(p0[1], elem_id="pair")
+    filters = [pdomain, pkind, pbucket]
+    for comp in filters:
+        comp.change(
+            cb["pairs_list"], filters, [pid, pnote],
+            api_name="pairs_list" if comp is pdomain else HIDDEN,
+        )  # fmt: skip
+    pid.change(cb["pair"], pid, [pverdicts, ppair], api_name="pair")
+    return {}
 
 
 def _browse_tab(page: Page) -> Controls:
@@ -644,6 +706,7 @@ TABS: tuple[TabSpec, ...] = (
     TabSpec("leaderboard", "Leaderboard", _leaderboard_tab),
     TabSpec("trajectories", "Trajectories", _trajectories_tab),
     TabSpec("validity", "Validity", _validity_tab),
+    TabSpec("pairs", "Pairs", _pairs_tab),
     TabSpec("robustness", "Robustness", _robustness_tab),
     TabSpec("lite", "Lite", _lite_tab),
     TabSpec("plots", "Plots", _plots_tab),

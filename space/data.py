@@ -268,39 +268,37 @@ def link_overrides() -> dict[str, str]:
     }
 
 
-def _read_rows(path: Path) -> dict[str, Any]:
-    """leaderboard_rows.json; SpaceDataError when it is missing or of another schema."""
+def _read_json(path: Path, schema: str, missing: str) -> dict[str, Any]:
+    """A JSON file leaderboard.py wrote; SpaceDataError (``missing``, or the schema mismatch)
+    when it is absent or of another schema."""
     if not path.is_file():
+        raise SpaceDataError(missing)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if doc.get("schema") != schema:
         raise SpaceDataError(
-            f"no {path.name} beside leaderboard.json in {path.parent}: regenerate both with "
-            "`python bench/leaderboard.py`"
-        )
-    rows = json.loads(path.read_text(encoding="utf-8"))
-    if rows.get("schema") != ROWS_SCHEMA:
-        raise SpaceDataError(
-            f"{path} has schema {rows.get('schema')!r}, this Space reads {ROWS_SCHEMA!r}: "
+            f"{path} has schema {doc.get('schema')!r}, this Space reads {schema!r}: "
             "regenerate it with `python bench/leaderboard.py` or update the Space"
         )
-    return dict(rows)
+    return dict(doc)
 
 
 def load_results(root: Path, origin: str = "", reviews_dir: Path | None = None) -> Results:
     """Read leaderboard.json (+ ground truth and meta when present). SpaceDataError says how to
     produce them when leaderboard.json is missing or of another schema."""
     path = root / "leaderboard.json"
-    if not path.is_file():
-        raise SpaceDataError(
-            f"no leaderboard at {path}: run `python bench/leaderboard.py` (it needs "
-            "leaderboards/ground_truth.jsonl from `python bench/build.py` and predictions from "
-            "`python bench/decide.py`), or pass --results"
-        )
-    report = json.loads(path.read_text(encoding="utf-8"))
-    if report.get("schema") != SCHEMA:
-        raise SpaceDataError(
-            f"{path} has schema {report.get('schema')!r}, this Space reads {SCHEMA!r}: "
-            "regenerate it with `python bench/leaderboard.py` or update the Space"
-        )
-    rows = _read_rows(root / "leaderboard_rows.json")
+    report = _read_json(
+        path,
+        SCHEMA,
+        f"no leaderboard at {path}: run `python bench/leaderboard.py` (it needs "
+        "leaderboards/ground_truth.jsonl from `python bench/build.py` and predictions from "
+        "`python bench/decide.py`), or pass --results",
+    )
+    rows = _read_json(
+        root / "leaderboard_rows.json",
+        ROWS_SCHEMA,
+        f"no leaderboard_rows.json beside leaderboard.json in {root}: regenerate both with "
+        "`python bench/leaderboard.py`",
+    )
     gt: dict[str, Mapping[str, Any]] = {}
     gt_path = root / "ground_truth.jsonl"
     if gt_path.is_file():

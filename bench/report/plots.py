@@ -97,6 +97,13 @@ Judges = list[Mapping[str, Any]]
 """The report's ranked judge entries, in table order."""
 
 
+def _finish(plt: Any, fig: Any, path: Path, data: Any) -> Path:
+    """Save a figure with its data digest and close it."""
+    saved = _save(fig, path, data)
+    plt.close(fig)
+    return saved
+
+
 def _colors(n: int) -> list[Any]:
     import matplotlib
 
@@ -129,9 +136,7 @@ def _curves(
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title, xlim=(0, 1), ylim=(0, 1.02))
     if judges:
         ax.legend(fontsize=LEGEND_PT, loc=legend_loc)
-    saved = _save(fig, path, data)
-    plt.close(fig)
-    return saved
+    return _finish(plt, fig, path, data)
 
 
 def _shortcuts(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Path) -> Path:
@@ -170,9 +175,7 @@ def _shortcuts(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Pat
     axes[0][0].set_yticks(ypos, [e["display_name"] for e in judges], fontsize=LEGEND_PT)
     fig.suptitle("Balanced accuracy against the best shortcut probe (dashed)", fontsize=9)
     fig.tight_layout()
-    saved = _save(fig, path, data)
-    plt.close(fig)
-    return saved
+    return _finish(plt, fig, path, data)
 
 
 def _roc(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
@@ -232,9 +235,7 @@ def _accuracy_latency(plt: Any, judges: Judges, colors: list[Any], path: Path) -
     )
     if judges:
         ax.legend(fontsize=LEGEND_PT, loc="best")
-    saved = _save(fig, path, data)
-    plt.close(fig)
-    return saved
+    return _finish(plt, fig, path, data)
 
 
 def _reliability(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
@@ -283,9 +284,7 @@ def _outcomes(plt: Any, judges: Judges, path: Path) -> Path:
     ax.set_title("Unsafe trajectories: first flag vs onset")
     ax.legend(fontsize=LEGEND_PT, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.25))
     fig.tight_layout()
-    saved = _save(fig, path, data)
-    plt.close(fig)
-    return saved
+    return _finish(plt, fig, path, data)
 
 
 def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
