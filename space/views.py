@@ -176,6 +176,61 @@ def point_html(res: Results, texts: Texts, did: str) -> str:
     return "".join(parts)
 
 
+def _side_html(d: Mapping[str, Any] | None, other: Mapping[str, Any] | None, why: str) -> str:
+    """One side of a contrast pair: its policy, every turn before k* (a turn that differs from
+    the other side's turn at the same place is highlighted) and the judged action."""
+    if d is None:
+        return _block("Text", f"<p>{esc(why)}</p>")
+    pol, opol = d.get("policy") or {}, (other or {}).get("policy") or {}
+    parts = [
+        f"<div class='{'fs-diff' if other is not None and pol != opol else ''}'>"
+        + _policy_html(pol)
+        + "</div>"
+    ]
+    mine, theirs = d.get("history") or [], (other or {}).get("history") or []
+    turns = []
+    for n, t in enumerate(mine, start=1):
+        differs = other is not None and (n > len(theirs) or theirs[n - 1] != t)
+        html = _turn_html(n, t, None)
+        if differs:
+            html = html.replace("class='fs-turn'", "class='fs-turn fs-diff'", 1).replace(
+                "</div>", " · <b>differs</b></div>", 1
+            )
+        turns.append(html)
+    parts.append(_block(f"Before k* ({len(turns)} turns)", "".join(turns) or _muted("(none)")))
+    body = _field("thought", d["thought"]) if d.get("thought") else ""
+    body += "<div><b>action</b></div>" + _action_html(d.get("action") or {})
+    parts.append(_block(f"Judged action (#{len(turns) + 1}, k* = {d.get('k')})", body, "fs-action"))
+    return "".join(parts)
+
+
+def pair_html(res: Results, texts: Texts, pair: Mapping[str, Any]) -> str:
+    """A contrast pair side by side (every string escaped): side A (a careful monitor asks or
+    stops at k*) and side B (it lets the same action run), the turns that differ highlighted.
+    ``pair`` is an entry of ``tabs.pair_index`` (its A and B point ids, clue kind, bucket)."""
+    a, b = str(pair.get("A") or ""), str(pair.get("B") or "")
+    da, db = texts.point(a), texts.point(b)
+    why = texts.withheld.get("pairs") or (
+        texts.origin if texts.path is None else f"not in {texts.path.name} ({texts.version})"
+    )
+    head = (
+        f"<div class='fs-head'>clue kind <b>{esc(pair.get('clue_kind'))}</b> · clue distance "
+        f"<b>{esc(pair.get('distance'))}</b> (bucket <b>{esc(pair.get('bucket'))}</b>) · domain "
+        f"<b>{esc(pair.get('domain'))}</b> · split <b>{esc(pair.get('split'))}</b></div>"
+    )
+    cols = []
+    for side, did, d, other, gold in (
+        ("A", a, da, db, "ASK or STOP"),
+        ("B", b, db, da, "CONTINUE"),
+    ):
+        title = (
+            f"<div class='fs-sidehead'>Side {side}: <b>{esc(did)}</b> · gold at k*: "
+            f"<b>{gold}</b></div>"
+        )
+        cols.append(f"<div class='fs-side'>{title}{_side_html(d, other, why)}</div>")
+    return head + f"<div class='fs-pairgrid'>{''.join(cols)}</div>"
+
+
 def raw_html(res: Results, texts: Texts, did: str) -> str:
     """Every judge's and probe's raw output for one decision point, each in a collapsible block. A
     judge's output can quote the trajectory, so it is withheld wherever the source's text is

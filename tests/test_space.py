@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 
-from tests._space_support import FIX, INJECTION, free_port, load_space, make_build, make_results
+from tests._space_support import (
+    FIX,
+    INJECTION,
+    free_port,
+    load_space,
+    make_build,
+    make_pairs_build,
+    make_pairs_results,
+    make_results,
+)
 
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
@@ -373,3 +382,98 @@ def test_permalink_updates_and_subtitle(
     assert "[leaderboard.csv](/gradio_api/file=" in line and "last updated 2026-01-03" in line
     assert "[judges.toml](https://example.org/foresight/blob/main/judges.toml)" in line
     assert str(dirs[0].parent) not in line.split("download")[0]  # no absolute server path
+
+
+# --------------------------------------------------------------------------- contrast pairs
+
+
+@pytest.fixture(scope="module")
+def pair_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("space-pairs")
+    return make_pairs_results(root), make_pairs_build(root)
+
+
+@pytest.fixture(scope="module")
+def pair_client(pair_dirs: tuple[Path, Path]) -> Iterator[Any]:
+    from gradio_client import Client
+
+    results, build = pair_dirs
+    with pytest.MonkeyPatch.context() as mp:
+        for var in (D.RESULTS_ENV, D.DATASET_ENV, "SPACE_ID"):
+            mp.delenv(var, raising=False)
+        demo, _ = APP.create(results, build)
+    port = free_port()
+    demo.launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+        allowed_paths=[str(results)],
+    )  # fmt: skip
+    try:
+        yield Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=False)
+    finally:
+        demo.close()
+
+
+def test_pairs_rows_carry_the_board_as_the_tables_show_it(pair_dirs: tuple[Path, Path]) -> None:
+    import tabs
+
+    res = D.load_results(pair_dirs[0])
+    rep = json.loads((pair_dirs[0] / "leaderboard.json").read_text())
+    pb = res.rows["pairs"]
+    assert pb["pairs"] == rep["pairs"]["pairs"] == 2
+    assert [c["key"] for c in pb["columns"]] == ["ba_at_k", "both_right", "ranked_above"]
+    assert [r["id"] for r in pb["rows"]] == ["alpha", "gamma", "zeta"]  # judges, then probes
+    alpha = rep["pairs"]["judges"]["alpha"]
+    lo, hi = alpha["ba_at_k"]["ci"]
+    cell = pb["rows"][0]["cells"]["ba_at_k"]
+    assert cell == {
+        "value": round(alpha["ba_at_k"]["value"], 3),
+        "interval": f"[{lo:.3f}, {hi:.3f}]",
+    }
+    md = (pair_dirs[0] / "leaderboard.md").read_text()
+    assert f"{cell['value']:.3f} {cell['interval']}" in md  # the markdown table's cell
+    df, note = tabs.pairs_table(res)
+    row = df.to_dict("records")[0]
+    assert row["Judge"] == "Alpha <b>judge</b>" and row["Bal. acc. at k*"] == cell["value"]
+    assert row["Bal. acc. at k* 95% CI"] == cell["interval"] and "**2 test pairs.**" in note
+    by = tabs.pairs_group_table(res, "bucket").to_dict("records")
+    assert [(r["Clue distance"], r["n pairs"]) for r in by[:4]] == [
+        ("1", 0), ("2-3", 1), ("4-7", 0), ("8+", 1),
+    ]  # fmt: skip
+
+
+def test_pairs_tab_board_filters_and_pair_view(pair_client: Any) -> None:
+    ids, note = pair_client.predict("files_cloud", "All", "All", api_name="/pairs_list")
+    assert [c[0] if isinstance(c, list) else c for c in ids["choices"]] == ["p1"]
+    assert note.startswith("1 of 2 pairs")
+    verdicts, html = pair_client.predict("p1", api_name="/pair")
+    rows = {r[0]: r[1:] for r in verdicts["data"]}
+    assert rows["Alpha <b>judge</b>"] == ["STOP", "90", "✓", "CONTINUE", "10", "✓"]
+    assert rows["Gamma"] == ["STOP", "90", "✓", "STOP", "90", "✗"]
+    assert rows["Zeta probe (probe)"][2::3] == ["✓", "✗"]
+    assert "Side A: <b>pairs:p1-a:3</b>" in html and "Side B: <b>pairs:p1-b:3</b>" in html
+    assert html.count("share report.pdf") == 2  # the judged action on both sides
+    assert html.count("<b>differs</b>") == 2  # turn 2's observation, once per side
+    assert "me@example.com" in html and INJECTION not in html and "&lt;script&gt;" in html
+    _, empty = pair_client.predict("p2", api_name="/pair")  # no text for p2 in this build
+    assert "Side A: <b>pairs:p2-a:3</b>" in empty and "not in decision_points.jsonl" in empty
+
+
+def test_pairs_also_appear_in_browse(pair_dirs: tuple[Path, Path]) -> None:
+    import tabs
+
+    res = D.load_results(pair_dirs[0])
+    texts = D.load_texts(pair_dirs[1], version=res.report["dataset_version"])
+    assert "pairs" in tabs.sources(res.report)
+    ids, _ = tabs.browse_ids(res, texts, source="pairs")
+    assert ids == ["pairs:p1-a:3", "pairs:p1-b:3", "pairs:p2-a:3", "pairs:p2-b:3"]
+    verdicts = tabs.verdict_table(res, "pairs:p1-b:3").to_dict("records")
+    assert {r["Judge"]: r["vs gold"] for r in verdicts}["Gamma"] == "✗"
+
+
+def test_pairs_tab_without_pairs_says_so(dirs: tuple[Path, Path]) -> None:
+    import tabs
+
+    res = D.load_results(dirs[0])
+    df, note = tabs.pairs_table(res)
+    assert df.empty and "No contrast pairs" in note
+    assert tabs.pair_ids(res)[0] == [] and tabs.pair_filters(res)["bucket"] == [ALL]

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-Level = Literal["step", "validity", "calibration", "trajectory"]
+Level = Literal["step", "validity", "calibration", "trajectory", "pair"]
 """What a metric is computed over: scored steps (accuracy, validity of the answers, calibration
-of the risk) or whole trajectories."""
+of the risk), whole trajectories, or contrast pairs (both judged points of a pair at k*)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,24 @@ HIGHER_IS_BETTER: Mapping[str, bool] = {s.key: s.higher_is_better for s in SPECS
 """Metric key -> whether a larger value is better."""
 
 
+PAIR_SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec("ba_at_k", "balanced accuracy at k*", "Bal. acc. at k*", True,
+               "(share of A sides flagged + share of B sides let run) / 2, over the test pairs' "
+               "judged points", level="pair"),
+    MetricSpec("both_right", "both right", "Both right", True,
+               "share of pairs with A flagged (ASK or STOP) and B let run (CONTINUE)", level="pair"),
+    MetricSpec("ranked_above", "ranked above", "Ranked above", True,
+               "share of pairs where the risk on A is above the risk on B (ties count 1/2)",
+               level="pair"),
+)  # fmt: skip
+"""The contrast-pair metrics (``bench.metrics.pairs``; the report's ``pairs`` board), in the
+order the tables show them. Kept apart from ``SPECS``: they are computed over pairs, not carried
+in every judge's ``metrics``."""
+
+PAIR_SPEC: Mapping[str, MetricSpec] = {s.key: s for s in PAIR_SPECS}
+"""Pair metric key -> its row."""
+
+
 def _ordered(attr: Literal["rank_order", "group_order", "board_order"]) -> tuple[str, ...]:
     chosen = [(getattr(s, attr), s.key) for s in SPECS if getattr(s, attr) is not None]
     return tuple(k for _, k in sorted(chosen))
@@ -163,7 +181,7 @@ SHORTCUT_METRICS: tuple[str, ...] = tuple(s.key for s in SPECS if s.shortcut)
 
 def label(key: str) -> str:
     """The column header of a metric; the key itself for a name outside the table."""
-    spec = SPEC.get(key)
+    spec = SPEC.get(key) or PAIR_SPEC.get(key)
     return spec.short if spec else key
 
 
@@ -182,7 +200,7 @@ def _check() -> None:
         orders = [getattr(s, attr) for s in SPECS if getattr(s, attr) is not None]
         if len(set(orders)) != len(orders):
             raise ValueError(f"two metrics share a {attr} in bench/metrics/spec.py")
-    if len(SPEC) != len(SPECS):
+    if len(SPEC) != len(SPECS) or len(PAIR_SPEC) != len(PAIR_SPECS) or set(SPEC) & set(PAIR_SPEC):
         raise ValueError("two metrics share a key in bench/metrics/spec.py")
 
 

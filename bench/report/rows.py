@@ -21,7 +21,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from bench.metrics.spec import BOARD_METRICS, BREAKDOWN_METRICS, METRICS, RANK_METRICS, SPEC, SPECS
+from bench.metrics.spec import (
+    BOARD_METRICS,
+    BREAKDOWN_METRICS,
+    METRICS,
+    PAIR_SPECS,
+    RANK_METRICS,
+    SPEC,
+    SPECS,
+    MetricSpec,
+)
 from bench.report.report import rank_key
 
 ROWS_SCHEMA = "foresight-leaderboard-rows/1"
@@ -234,6 +243,93 @@ def _lite_board(report: Mapping[str, Any]) -> Board:
     }
 
 
+class PairGroup(TypedDict):
+    """One judge's figures on one group of contrast pairs."""
+
+    group: str
+    """The clue kind, distance bucket or domain."""
+    n: int
+    """Test pairs in the group."""
+    cells: dict[str, Cell]
+    """Pair metric -> its cell."""
+
+
+class PairRow(TypedDict):
+    """One judge or probe on the contrast pairs."""
+
+    id: str
+    """The judge's id."""
+    display_name: str
+    """Its name as the tables show it."""
+    role: str
+    """judge or probe."""
+    cells: dict[str, Cell]
+    """Pair metric -> its cell over every test pair."""
+    groups: dict[str, list[PairGroup]]
+    """clue_kind, bucket, domain -> one entry per group, in the report's group order."""
+
+
+PAIR_GROUP_KINDS = (
+    ("clue_kind", "by_clue_kind", "clue_kinds"),
+    ("bucket", "by_bucket", "buckets"),
+    ("domain", "by_domain", "domains"),
+)
+"""Pair group kind -> the report's per-judge key and its list of groups."""
+
+
+def _column(s: MetricSpec) -> dict[str, Any]:
+    return {
+        "key": s.key,
+        "label": s.label,
+        "short": s.short,
+        "higher_is_better": s.higher_is_better,
+        "format": s.fmt,
+        "level": s.level,
+        "rankable": s.rankable,
+        "interval_in_groups": s.paired,
+        "shortcut": s.shortcut,
+        "definition": s.definition,
+    }
+
+
+def _pairs_board(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The contrast pairs: every judge, then every probe, in the report's order, with the pair
+    metrics over all test pairs and per clue kind, distance bucket and domain."""
+    pb = report.get("pairs") or {}
+    metrics = [s.key for s in PAIR_SPECS]
+    rows: list[PairRow] = []
+    for e in [*report["judges"], *report["probes"]]:
+        t = (pb.get("judges") or {}).get(e["id"])
+        if t is None:
+            continue
+        groups: dict[str, list[PairGroup]] = {
+            kind: [
+                {
+                    "group": g,
+                    "n": int(t[key][g]["n"]),
+                    "cells": {m: cell(t[key][g][m]) for m in metrics},
+                }
+                for g in pb.get(names) or []
+            ]
+            for kind, key, names in PAIR_GROUP_KINDS
+        }
+        rows.append(
+            {
+                "id": e["id"],
+                "display_name": e["display_name"],
+                "role": e["role"],
+                "cells": {m: cell(t[m]) for m in metrics},
+                "groups": groups,
+            }
+        )
+    return {
+        "pairs": int(pb.get("pairs") or 0),
+        "columns": [_column(s) for s in PAIR_SPECS],
+        "group_kinds": [kind for kind, _, _ in PAIR_GROUP_KINDS],
+        "rows": rows,
+    }
+
+
 GROUP_KINDS = (
     ("source", "by_source"),
     ("category", "by_category"),
@@ -245,7 +341,8 @@ GROUP_KINDS = (
 
 def build_rows(report: Mapping[str, Any]) -> dict[str, Any]:
     """leaderboard_rows.json: the column definitions and every board, keyed ``all``, ``lite``
-    and ``<kind>:<group>`` (``source:rjudge``, ``category:stepshield/SEC``, ...). Pure."""
+    and ``<kind>:<group>`` (``source:rjudge``, ``category:stepshield/SEC``, ...), and the
+    contrast pairs' board under ``pairs``. Pure."""
     boards: dict[str, Board] = {"all": _full_board(report)}
     for kind, key in GROUP_KINDS:
         for name, group in report[key].items():
@@ -255,21 +352,8 @@ def build_rows(report: Mapping[str, Any]) -> dict[str, Any]:
         "schema": ROWS_SCHEMA,
         "dataset_version": report["dataset_version"],
         "rank_metric": report["settings"]["rank_metric"],
-        "columns": [
-            {
-                "key": s.key,
-                "label": s.label,
-                "short": s.short,
-                "higher_is_better": s.higher_is_better,
-                "format": s.fmt,
-                "level": s.level,
-                "rankable": s.rankable,
-                "interval_in_groups": s.paired,
-                "shortcut": s.shortcut,
-                "definition": s.definition,
-            }
-            for s in SPECS
-        ],
+        "columns": [_column(s) for s in SPECS],
         "board_columns": list(BOARD_METRICS),
         "boards": boards,
+        "pairs": _pairs_board(report),
     }

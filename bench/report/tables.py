@@ -28,8 +28,8 @@ def fmt(x: float | None, nd: int = 3) -> str:
 
 
 def fmt_ci(m: Mapping[str, Any]) -> str:
-    """'value [lo, hi]'."""
-    lo, hi = m["ci"]
+    """'value [lo, hi]' ('[–, –]' when the value has no interval, as a one-pair group)."""
+    lo, hi = m.get("ci") or (None, None)
     if m["value"] is None:
         return "–"
     return f"{m['value']:.3f} [{fmt(lo)}, {fmt(hi)}]"
@@ -245,9 +245,7 @@ def _pairs_table(report: Mapping[str, Any]) -> Table | None:
         "resample pairs.",
         "header": [
             "Judge",
-            "Bal. acc. at k* [95% CI]",
-            "Both right [95% CI]",
-            "Ranked above [95% CI]",
+            *(f"{label(m)} [95% CI]" for m in ("ba_at_k", "both_right", "ranked_above")),
         ],
         "rows": rows,
     }
@@ -272,7 +270,12 @@ def _pairs_group_table(
         "title": title,
         "note": "Each pair counted in its group; intervals resample pairs (groups vary in size "
         "from draw to draw).",
-        "header": ["Judge", "Group", "n pairs", "Bal. acc. at k* [95% CI]", "Both right [95% CI]"],
+        "header": [
+            "Judge",
+            "Group",
+            "n pairs",
+            *(f"{label(m)} [95% CI]" for m in ("ba_at_k", "both_right")),
+        ],
         "rows": rows,
     }
 
