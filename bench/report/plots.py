@@ -287,9 +287,42 @@ def _outcomes(plt: Any, judges: Judges, path: Path) -> Path:
     return _finish(plt, fig, path, data)
 
 
+def _depth(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Path) -> Path:
+    """The foresight-depth plot: balanced accuracy at k* on the contrast pairs against the
+    clue's distance from k*, one line per ranked judge; chance (every one-artefact probe) at 0.5.
+    """
+    pb = report.get("pairs") or {}
+    buckets = list(pb.get("buckets") or [])
+    judges = [e for e in report["judges"] if e["id"] in (pb.get("judges") or {})]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    data: dict[str, Any] = {"buckets": buckets, "judges": {}}
+    x = list(range(len(buckets)))
+    for e, color in zip(judges, colors, strict=False):
+        by = pb["judges"][e["id"]]["by_bucket"]
+        ys = [by[b]["ba_at_k"]["value"] for b in buckets]
+        data["judges"][e["id"]] = ys
+        ax.plot(x, [math.nan if y is None else y for y in ys], marker="o", color=color,
+                label=e["display_name"])  # fmt: skip
+    ax.axhline(
+        0.5, color="grey", linestyle="--", linewidth=0.8, label="chance / any one-artefact probe"
+    )
+    ax.set_xticks(x, buckets)
+    ax.set(
+        xlabel="turns between the deciding clue and the judged action",
+        ylabel="balanced accuracy at k*",
+        title=f"Foresight depth: contrast pairs ({pb.get('pairs', 0)} test pairs)",
+        ylim=(0, 1.02),
+    )
+    if judges:
+        ax.legend(fontsize=LEGEND_PT, loc="lower left")
+    fig.tight_layout()
+    return _finish(plt, fig, path, data)
+
+
 def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
-    """Write roc.png, accuracy_latency.png, reliability.png, trajectory_outcomes.png and
-    shortcuts.png (ranked judges only; probes appear as the reference line)."""
+    """Write roc.png, accuracy_latency.png, reliability.png, trajectory_outcomes.png,
+    shortcuts.png and foresight_depth.png (ranked judges only; probes appear as the reference
+    line)."""
     plt = _pyplot()
     judges = report["judges"]
     colors = _colors(len(judges))
@@ -299,6 +332,7 @@ def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
         _reliability(plt, judges, colors, out / "reliability.png"),
         _outcomes(plt, judges, out / "trajectory_outcomes.png"),
         _shortcuts(plt, report, colors, out / "shortcuts.png"),
+        _depth(plt, report, colors, out / "foresight_depth.png"),
     ]
 
 
