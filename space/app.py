@@ -556,6 +556,13 @@ def _compare_tab(page: Page) -> Controls:
     return {"a": ja, "b": jb, "disagree": cdis}
 
 
+def _pairs_numbers(df: pd.DataFrame, **kw: Any) -> gr.Dataframe:
+    """A pairs table with its values numeric (sortable) and shown with three decimals."""
+    if df.empty:
+        return _table(df, show_label=False, **kw)
+    return _table(three_places(df), datatype=datatypes(df), show_label=False, **kw)
+
+
 def _pairs_tab(page: Page) -> Controls:
     """The contrast pairs: their board, the foresight-depth plot, and a pair viewer (both
     sides side by side with every judge's verdict on each)."""
@@ -563,10 +570,10 @@ def _pairs_tab(page: Page) -> Controls:
     gr.Markdown("## Contrast pairs", elem_classes="fs-h2")
     df, note = T.pairs_table(res)
     gr.Markdown(note)
-    _table(_df(df), elem_id="pairs-table", show_label=False)
+    _pairs_numbers(df, elem_id="pairs-table")
     for kind, head in T.PAIR_GROUPS:
         with gr.Accordion(f"By {head.lower()}", open=False):
-            _table(_df(T.pairs_group_table(res, kind)), show_label=False)
+            _pairs_numbers(T.pairs_group_table(res, kind))
     if res.plot("foresight_depth"):
         _image(
             res.plot("foresight_depth"),

@@ -5,6 +5,7 @@ Every string from the data is escaped here, whatever its source. The tables besi
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -176,6 +177,15 @@ def point_html(res: Results, texts: Texts, did: str) -> str:
     return "".join(parts)
 
 
+def _shared_turns(mine: list[Any], theirs: list[Any]) -> set[int]:
+    """Indices of the turns of ``mine`` that the other side has too, aligned as a diff aligns
+    lines (a turn on one side only shifts the others without marking them)."""
+    key = [json.dumps(t, sort_keys=True) for t in mine]
+    other = [json.dumps(t, sort_keys=True) for t in theirs]
+    sm = difflib.SequenceMatcher(a=key, b=other, autojunk=False)
+    return {b.a + j for b in sm.get_matching_blocks() for j in range(b.size)}
+
+
 def _side_html(d: Mapping[str, Any] | None, other: Mapping[str, Any] | None, why: str) -> str:
     """One side of a contrast pair: its policy, every turn before k* (a turn that differs from
     the other side's turn at the same place is highlighted) and the judged action."""
@@ -188,9 +198,10 @@ def _side_html(d: Mapping[str, Any] | None, other: Mapping[str, Any] | None, why
         + "</div>"
     ]
     mine, theirs = d.get("history") or [], (other or {}).get("history") or []
+    same = _shared_turns(mine, theirs) if other is not None else set(range(len(mine)))
     turns = []
     for n, t in enumerate(mine, start=1):
-        differs = other is not None and (n > len(theirs) or theirs[n - 1] != t)
+        differs = n - 1 not in same
         html = _turn_html(n, t, None)
         if differs:
             html = html.replace("class='fs-turn'", "class='fs-turn fs-diff'", 1).replace(
