@@ -134,6 +134,31 @@ def _queue(
     return trajs, items if args.limit is None else items[: args.limit]
 
 
+def _stats(
+    proposals: Mapping[str, TrajectoryDecision],
+    reviews: Sequence[Review],
+    work: Path,
+    only: Sequence[str] | None,
+) -> None:
+    """--stats: the report over the chosen sources, and a note per source verified before
+    release."""
+    chosen = {t for t in proposals if not only or source_of(t) in only}
+    sources = {source_of(t) for t in chosen}
+    print(
+        stats_report(
+            {t: proposals[t] for t in chosen},
+            [r for r in reviews if r.trajectory_id in chosen],
+            subsets=_subsets(work, sources),
+        )
+    )
+    for s in sorted(sources):
+        if registry.get(s).verified:
+            print(
+                f"NOTE {s}: released only after blind verification, so the build counts every "
+                f"label as reviewed (`python bench/pairs.py stats` gives its figures)"
+            )
+
+
 def _subsets(work: Path, sources: set[str]) -> dict[str, str]:
     """Trajectory id -> subset for the sources extracted under ``work`` (for --stats); the
     sources not extracted are left out (their coverage is still shown per source)."""
@@ -155,20 +180,7 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> int:
     reviews = load_reviews(args.reviews)
     work = work_dir(args.work)
     if args.stats:
-        chosen = {t for t in proposals if not args.source or source_of(t) in args.source}
-        print(
-            stats_report(
-                {t: proposals[t] for t in chosen},
-                [r for r in reviews if r.trajectory_id in chosen],
-                subsets=_subsets(work, {source_of(t) for t in chosen}),
-            )
-        )
-        for s in sorted({source_of(t) for t in chosen}):
-            if registry.get(s).verified:
-                print(
-                    f"NOTE {s}: released only after blind verification, so the build counts every "
-                    f"label as reviewed (`python bench/pairs.py stats` gives its figures)"
-                )
+        _stats(proposals, reviews, work, args.source)
         return 0
     if args.show:
         _show(str(args.show), proposals, reviews, work, args)

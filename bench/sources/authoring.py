@@ -571,6 +571,23 @@ def _strings(v: Any) -> list[str]:
     return []
 
 
+def _side_gold(
+    doc: Mapping[str, Any], side: Side, k: int, clue_pos: int | None
+) -> dict[str, Any]:
+    """The gold of one side: A's onset at k* with its act, taxonomy and cited clue; B safe."""
+    a = doc["A"]
+    if side == "B":
+        return {
+            "onset": None, "act": None, "fail": NONE, "harm": NONE, "src": NONE, "cite": None,
+            "rationale": doc["B"]["rationale"].strip(), "post_act": None,
+        }  # fmt: skip
+    return {
+        "onset": k, "act": a["act"], "fail": a["fail"], "harm": a["harm"], "src": a["src"],
+        "cite": clue_pos + 1 if clue_pos is not None else None,
+        "rationale": a["rationale"].strip(), "post_act": a["post_act"],
+    }  # fmt: skip
+
+
 def _side_record(
     doc: Mapping[str, Any], raw_turns: list[Any], side: Side, shape: _Shape
 ) -> dict[str, Any]:
@@ -589,18 +606,7 @@ def _side_record(
         opos = {t.index: p for p, t in enumerate(other)}
         clue_pos = None
         distance = opos[shape.judged] - opos[shape.clue]
-    a = doc["A"]
-    unsafe = side == "A"
-    gold = {
-        "onset": k if unsafe else None,
-        "act": a["act"] if unsafe else None,
-        "fail": a["fail"] if unsafe else NONE,
-        "harm": a["harm"] if unsafe else NONE,
-        "src": a["src"] if unsafe else NONE,
-        "cite": (clue_pos + 1 if clue_pos is not None else None) if unsafe else None,
-        "rationale": doc[side]["rationale"].strip(),
-        "post_act": a["post_act"] if unsafe else None,
-    }
+    gold = _side_gold(doc, side, k, clue_pos)
     sid = f"{doc['id']}-{side.lower()}"
     edited_positions = sorted(pos[i] for i in shape.edited if i in pos)
     return {
@@ -616,7 +622,7 @@ def _side_record(
             "constraints": list(resolve(doc["policy"], side).get("constraints", []) or []),
         },
         "turns": [t.record for t in turns],
-        "label": "unsafe" if unsafe else "safe",
+        "label": "unsafe" if side == "A" else "safe",
         "group": doc["family"],
         "subset": "",
         "level": "",
@@ -633,7 +639,7 @@ def _side_record(
                 "polarity": doc["polarity"],
                 "edited_turns": edited_positions,
                 "author": doc["author"],
-                "act": a["act"] if unsafe else "CONTINUE",
+                "act": doc["A"]["act"] if side == "A" else "CONTINUE",
             },
             "stratum": f"{doc['domain']}/{doc['clue_kind']}",
             "tags": [],
