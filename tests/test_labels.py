@@ -481,9 +481,10 @@ def test_assebench_harmful_request_fail_and_harm_from_the_description() -> None:
     d = propose(traj("assebench", turns, risk_type="Other Security Risk", ambiguous=False,
                      failure_mode="Generated harmful/offensive/explicit content.",
                      risk_description=desc), TAX)  # fmt: skip
+    # the search before the post is a lookup: the request's first acting step is the post
     assert (d.proposer, d.onset, d.fail, d.harm) == (
         "assebench.harmful_request",
-        1,
+        2,
         "misinformation",
         "ethics",
     )
