@@ -215,14 +215,22 @@ def _check(report: dict[str, Any], out: Path) -> int:
 
 
 def _summary(report: dict[str, Any], metric: str) -> None:
-    """The top ten judges on the terminal."""
-    sources = ", ".join(report["settings"]["headline"]["sources"])
-    print(f"macro over {sources}; margin over the best probe per source")
-    for e in report["judges"][:10]:
-        gap = e["above_shortcuts"].get(metric)
+    """The top ten judges and every probe on the terminal: the macro figure, the margin over
+    the shortcut reference, and each headline source's figure (the contrast pairs' column is
+    where a one-artefact probe sits at 0.5)."""
+    heads = report["settings"]["headline"]["sources"]
+    print(f"macro over {', '.join(heads)}; margin over the best probe per source; per source")
+    for e in [*report["judges"][:10], *report["probes"]]:
+        gap = e.get("above_shortcuts", {}).get(metric)
         vs = f"  vs shortcuts {margin(gap)['short']}" if gap else ""
         value = fmt_ci(e["metrics"][metric])
-        print(f"{e['rank']:>3}  {e['display_name']:<40} {metric} {value}{vs}")
+        per = ", ".join(
+            f"{s} {report['by_source'][s]['judges'][e['id']][metric]['value']:.3f}"
+            for s in heads
+            if e["id"] in report["by_source"].get(s, {}).get("judges", {})
+        )
+        rank = "probe" if e["role"] == "probe" else f"{e['rank']:>3}"
+        print(f"{rank:>5}  {e['display_name']:<32} {metric} {value}{vs}  [{per}]")
 
 
 def main(argv: list[str] | None = None) -> int:

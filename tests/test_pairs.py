@@ -367,3 +367,54 @@ def test_verification_summary_counts_and_kappa() -> None:
     assert s.drop_rate_by_clue == {"policy": (1, 2)}
     # binary: (1,1), (0,0), (1,1), (0,1): po = 3/4, pe = (3*2 + 1*2)/16 = 1/2 -> kappa 0.5
     assert s.kappa_binary == pytest.approx(0.5)
+
+
+def test_the_split_keeps_a_pair_whole_and_stratifies_by_domain_and_clue(tmp_path: Path) -> None:
+    from bench.dataset import splits
+
+    trajs = []
+    for n in range(40):
+        doc = good_pair() | {
+            "id": f"p-{n}",
+            "family": f"fam-{n}",
+            "domain": ("code_devops", "health")[n % 2],
+        }
+        if n % 2:
+            (tmp_path / "health").mkdir(exist_ok=True)
+            f = tmp_path / "health" / f"p-{n}.yaml"
+            f.write_text(yaml.safe_dump(doc), encoding="utf-8")
+        else:
+            f = write(tmp_path, doc, f"p-{n}")
+        trajs += [Trajectory.from_dict(r) for r in load_pair(f, TAX).records]
+    labels = {t.id: t.label for t in trajs}
+
+    def stratum(t: Trajectory) -> str:
+        return f"pairs/{t.metadata['stratum']}"
+
+    plan = splits.assign(trajs, labels, 0.3, 7, stratum=stratum)
+    for n in range(40):  # both sides of a pair in one split
+        assert plan.assignment[f"pairs:p-{n}-a"] == plan.assignment[f"pairs:p-{n}-b"]
+    for domain in ("code_devops", "health"):  # each stratum gets its share of dev
+        dev = sum(plan.assignment[t.id] == "dev" for t in trajs if t.category == domain)
+        assert 10 <= dev <= 14, (domain, dev)  # 30% of 40 trajectories, whole pairs
+
+
+def test_the_build_refuses_near_duplicate_pairs() -> None:
+    from bench.core.errors import DataError
+    from bench.dataset.pairs_report import _near_duplicates, pairs_report
+
+    tmp_root = Path(__file__).parent  # not read: the refusal comes first
+    a = load_pair_records("dup-one")
+    b = load_pair_records("dup-two")
+    top, offenders = _near_duplicates([a, b])
+    assert top > 0.8 and offenders and offenders[0][:2] == ("dup-one", "dup-two")
+    with pytest.raises(DataError, match="share a scenario skeleton"):
+        pairs_report([], [a, b], tmp_root)
+
+
+def load_pair_records(pid: str) -> Trajectory:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        f = write(Path(d), good_pair() | {"id": pid, "family": pid}, pid)
+        return Trajectory.from_dict(load_pair(f, TAX).records[0])

@@ -330,12 +330,27 @@ def _ground_truth_summary(
         "sources": sorted(set(gold.source.tolist())),
         "headline_sources": list(sources),
         "diagnostic_configs": sorted(diag),
+        "review_coverage": review_coverage(gt_rows, sources),
         "diagnostic_rows": sum(
             1
             for r in gt_rows
             if r.get("split") == "test" and str(r.get("config") or r.get("source")) in diag
         ),
     }
+
+
+def review_coverage(
+    gt_rows: Sequence[Mapping[str, Any]], sources: Sequence[str]
+) -> dict[str, dict[str, int]]:
+    """Per headline source: its non-disputed test trajectories, and how many of them a reviewer
+    decided (the board's coverage line; the card gives the same per config)."""
+    trajs: dict[str, dict[str, bool]] = {s: {} for s in sources}
+    for r in gt_rows:
+        s = str(r.get("source"))
+        own_config = str(r.get("config") or s) == s
+        if s in trajs and own_config and r.get("split") == "test" and not r.get("disputed"):
+            trajs[s][str(r["trajectory_id"])] = bool(r.get("reviewed"))
+    return {s: {"test_trajectories": len(t), "reviewed": sum(t.values())} for s, t in trajs.items()}
 
 
 def _settings(
