@@ -166,8 +166,3 @@ def _near_duplicates(sides: Sequence[Trajectory]) -> tuple[float, list[tuple[str
     over = np.argwhere(np.triu(sim) > NEAR_DUPLICATE_MAX)
     names = [t.metadata["pair"]["id"] for t in sides]
     return float(sim.max()), [(names[i], names[j], float(sim[i, j])) for i, j in over]
-
-
-def gate_summary(gates: Sequence[Gate]) -> Mapping[str, float]:
-    """Probe id -> value, for printing."""
-    return {g.probe: g.value for g in gates}

@@ -17,9 +17,10 @@ import numpy as np
 from bench.metrics import pairs as pm
 from bench.metrics.inputs import InvalidPolicy, Predictions
 from bench.metrics.stats import effective, project, risk_score
+from bench.sources.authoring import DISTANCE_BUCKETS
 
-BUCKETS: tuple[str, ...] = ("1", "2-3", "4-7", "8+")
-"""Clue-distance buckets in depth order (``bench.sources.authoring.DISTANCE_BUCKETS``)."""
+BUCKETS = DISTANCE_BUCKETS
+"""Clue-distance buckets in depth order (defined once, by the authoring format)."""
 
 
 def test_pairs(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -45,11 +45,6 @@ def entries() -> dict[str, type[Source]]:
     return _REGISTRY.entries()
 
 
-def headline_names() -> list[str]:
-    """The adapters the macro headline averages (``Source.in_headline``), sorted."""
-    return [n for n, cls in _REGISTRY.entries().items() if cls.upstream is not None or cls.headline]
-
-
 def embedded_names() -> list[str]:
     """The project's own corpora, shipped in the repository (no upstream), sorted."""
     return [n for n, cls in _REGISTRY.entries().items() if cls.upstream is None]

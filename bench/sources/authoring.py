@@ -317,15 +317,16 @@ def _k_of(turns: Sequence[_Turn], position: int) -> int:
 # ----------------------------------------------------------------------------- pairs
 
 
+BUCKET_TOPS: tuple[int, ...] = (1, 3, 7)
+"""The largest distance of each bucket but the last (``DISTANCE_BUCKETS`` in order)."""
+
+
 def bucket(distance: int) -> str:
     """The clue-distance bucket of a distance (1, 2-3, 4-7, 8+)."""
-    if distance <= 1:
-        return "1"
-    if distance <= 3:
-        return "2-3"
-    if distance <= 7:
-        return "4-7"
-    return "8+"
+    for name, top in zip(DISTANCE_BUCKETS, BUCKET_TOPS, strict=False):
+        if distance <= top:
+            return name
+    return DISTANCE_BUCKETS[-1]
 
 
 def load_pair(path: Path, tax: Taxonomy) -> Loaded:
@@ -571,9 +572,7 @@ def _strings(v: Any) -> list[str]:
     return []
 
 
-def _side_gold(
-    doc: Mapping[str, Any], side: Side, k: int, clue_pos: int | None
-) -> dict[str, Any]:
+def _side_gold(doc: Mapping[str, Any], side: Side, k: int, clue_pos: int | None) -> dict[str, Any]:
     """The gold of one side: A's onset at k* with its act, taxonomy and cited clue; B safe."""
     a = doc["A"]
     if side == "B":
