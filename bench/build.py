@@ -3,7 +3,9 @@
 Builds the sample plus every upstream source that was extracted and labelled (or the sources
 named with ``--source``) into ``data/build/<version>/`` and writes the leaderboard's ground truth;
 the steps are those of ``bench.dataset.builder`` (docs/dataset.md). The version is a hash of the
-trajectories, gold labels and splits, so the same inputs give the same version and bytes.
+trajectories, gold labels and splits, so the same inputs give the same version and bytes. A full
+disk, a permission or a read-only folder stops it with one line naming the path and what was
+kept (status 74); the version folder and every file are moved into place only when complete.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from collections import Counter
 from pathlib import Path
 
 from bench import sources as registry
+from bench.core.errors import StorageError
+from bench.core.ioerrors import describe, sentence
 from bench.core.jsonl import write_jsonl
 from bench.core.labels import ACTS
 from bench.core.paths import BUILD_DIR, GROUND_TRUTH, LABELS_DIR, REVIEWS_DIR, work_dir
 from bench.core.script import setup_logging
 from bench.dataset.builder import BuildResult, build, default_sources
 from bench.dataset.hub import check_publishable, push
+from bench.dataset.reader import LATEST_FILE
 from bench.dataset.records import of_source
 from bench.dataset.sft import sft_records
 from bench.judging.gates import probe_gates
@@ -85,6 +90,28 @@ def print_summary(result: BuildResult) -> None:
         )
 
 
+def _latest(out: Path) -> str:
+    """The version ``<out>/LATEST`` names ('' when none)."""
+    try:
+        return (out / LATEST_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def _unsaved(e: OSError, args: argparse.Namespace, before: str) -> str:
+    """The one line for a write the disk refused: the path, what was kept, what to do. A version
+    folder is written under a temporary name and renamed whole, and every file is written
+    atomically, so a failed build leaves the previous files as they were."""
+    after = _latest(args.out)
+    if after != before:
+        kept = f"dataset {after} was written to {args.out}, the ground truth was not updated"
+    elif before:
+        kept = f"nothing was replaced: {args.out / LATEST_FILE} still names {before}"
+    else:
+        kept = f"nothing was written to {args.out}"
+    return sentence(e, path=e.filename or args.out, saved=kept)
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="bench build", description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -136,15 +163,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.push_to_hub:
         # the licence gate runs before anything is built, so a refused push costs nothing
         check_publishable({n: registry.get(n).license for n in names}, args.private)
-    result = build(
-        names,
-        work=work,
-        out=args.out,
-        labels_dir=args.labels,
-        reviews_dir=args.reviews,
-        ground_truth=None if args.no_ground_truth else args.ground_truth,
-        gates=None if args.no_gates else probe_gates,
-    )
+    before = _latest(args.out)
+    try:
+        result = build(
+            names,
+            work=work,
+            out=args.out,
+            labels_dir=args.labels,
+            reviews_dir=args.reviews,
+            ground_truth=None if args.no_ground_truth else args.ground_truth,
+            gates=None if args.no_gates else probe_gates,
+        )
+    except OSError as e:
+        if describe(e) is None:
+            raise
+        raise StorageError(_unsaved(e, args, before)) from None
     if not args.quiet:
         print_summary(result)
         print_truncation(result)

@@ -1,7 +1,7 @@
 """Run the judges in judges.toml over a built dataset, caching every decision.
 
     python bench/decide.py [--judge ID ...] [--split test] [--source S] [--limit N] [--force]
-                           [--quiet] [--judges PATH] [--out DIR] [--version V] [--check]
+                           [--wait] [--quiet] [--judges PATH] [--out DIR] [--version V] [--check]
     python bench/decide.py --stress FAMILY|all [--judge ID ...]   # perturbed test points
 
 Each judge writes ``<out>/<judge>/<dataset_version>/<config_hash>.jsonl`` (docs/FORMATS.md),
@@ -9,6 +9,15 @@ one line per decision appended and flushed as it completes. A rerun skips ids al
 in that file (same config hash, same dataset version) and retries errored ones; a changed config
 gets a new file. A judge whose optional dependency, weights or key is missing is skipped with
 the reason in the summary. ``--check`` validates judges.toml and runs nothing.
+
+One run writes a predictions file at a time: it holds ``<file>.jsonl.lock`` while it judges. A
+second run on the same judge, config and dataset version exits at once (status 2) naming the
+holder's pid, host and start time; with ``--wait`` it waits, then judges only what is left. A
+lock left by a killed run is taken over, with a warning. SIGINT or SIGTERM (Ctrl-C, ``kill``)
+stops pulling decision points, writes the decisions in flight, prints the summary and
+"interrupted: N done; rerun to resume", and exits 130 (SIGINT) or 143 (SIGTERM); a second signal
+stops at once. A full disk, a permission or a read-only folder stops the run with one line: how
+many decisions the file holds, and to rerun (status 74).
 
 ``--stress`` judges the perturbed copies a stress family makes of the test points
 (``bench.stress``, docs/stress.md) into ``<out>/<judge>/<dataset_version>/stress/<family>/
@@ -32,11 +41,12 @@ from collections.abc import Callable
 
 from bench.core.errors import BenchError
 from bench.core.paths import BUILD_DIR, PREDICTIONS
-from bench.core.script import setup_logging
+from bench.core.script import Interrupts, setup_logging
 from bench.jobs import submit
 from bench.judging import specs as judges_mod
 from bench.judging.local import (
     SPLITS,
+    Outcome,
     run_judge,
     run_stress,
     select_points,
@@ -64,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
         "--force",
         action="store_true",
         help="judge every selected point again, even if already answered",
+    )
+    ap.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another run is writing the same predictions file, wait for it instead of "
+        "exiting (then judge only what it left)",
     )
     ap.add_argument("--quiet", action="store_true", help="no progress bars, warnings only")
     ap.add_argument("--judges", metavar="PATH", help="judges file (default: ./judges.toml)")
@@ -114,7 +130,8 @@ def check(specs: list[JudgeSpec], path: str) -> int:
 
 
 def run_local(specs: list[JudgeSpec], args: argparse.Namespace) -> int:
-    """Run the judges here, one after another."""
+    """Run the judges here, one after another; SIGINT or SIGTERM stops them cleanly (module
+    docstring)."""
     if args.stress:
         if args.split not in ("test", "lite"):
             raise BenchError("--stress perturbs test points only: drop --split (or use lite)")
@@ -127,29 +144,37 @@ def run_local(specs: list[JudgeSpec], args: argparse.Namespace) -> int:
         source=args.source,
         limit=args.limit,
     )
-    if args.stress:
-        families = list(FAMILIES) if args.stress == "all" else [args.stress]
-        sels = [stress_selection(sel, f) for f in families]
-        log.info(
-            "dataset %s: stress %s",
-            sel.version,
-            ", ".join(f"{s.stress} {len(s.points)}" for s in sels),
-        )
-        outcomes = [
-            o
-            for s in specs
-            for o in run_stress(s, sels, out=args.out, force=args.force, quiet=args.quiet)
-        ]
-        print(summary(outcomes))
-        return 1 if any(o.state == "failed" for o in outcomes) else 0
-    log.info(
-        "dataset %s: %d decision points selected, %d dev points for fitting",
-        sel.version,
-        len(sel.points),
-        len(sel.dev),
-    )
-    outcomes = [run_judge(s, sel, out=args.out, force=args.force, quiet=args.quiet) for s in specs]
+    opts = dict(out=args.out, force=args.force, quiet=args.quiet, wait=args.wait)
+    outcomes: list[Outcome] = []
+    with Interrupts() as stop:
+        if args.stress:
+            families = list(FAMILIES) if args.stress == "all" else [args.stress]
+            sels = [stress_selection(sel, f) for f in families]
+            log.info(
+                "dataset %s: stress %s",
+                sel.version,
+                ", ".join(f"{s.stress} {len(s.points)}" for s in sels),
+            )
+            for spec in specs:
+                if stop.is_set():
+                    break
+                outcomes += run_stress(spec, sels, stop=stop.is_set, **opts)
+        else:
+            log.info(
+                "dataset %s: %d decision points selected, %d dev points for fitting",
+                sel.version,
+                len(sel.points),
+                len(sel.dev),
+            )
+            for spec in specs:
+                if stop.is_set():
+                    break
+                outcomes.append(run_judge(spec, sel, stop=stop.is_set, **opts))
     print(summary(outcomes))
+    if stop.is_set():
+        done = sum(sum(o.counts.values()) for o in outcomes)
+        print(f"interrupted: {done} done; rerun to resume")
+        return stop.status
     return 1 if any(o.state == "failed" for o in outcomes) else 0
 
 

@@ -7,7 +7,9 @@
 Writes ``trajectories.jsonl``, ``decision_points.jsonl``, ``rejects.jsonl``,
 ``exclusions.jsonl`` and ``summary.json`` (docs/FORMATS.md) and prints one summary line per
 source. Malformed raw records are counted as rejects, never dropped; ``--strict`` turns any
-reject into exit status 1.
+reject into exit status 1. A full disk, a permission or a read-only folder stops it with one line
+naming the path and the sources already extracted (status 74); a source's previous extraction is
+replaced only once its new one is complete.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import time
 from pathlib import Path
 
 from bench import sources
-from bench.core.errors import DataError
+from bench.core.errors import DataError, StorageError
+from bench.core.ioerrors import describe, sentence
 from bench.core.paths import work_dir
 from bench.core.script import setup_logging
 from bench.sources.base import Source
@@ -75,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     adapters = [sources.get(n) for n in names]  # unknown names fail before any work
     out_root = Path(args.out) if args.out else work_dir() / "extract"
     total_rejects = 0
+    done: list[str] = []
     for src in adapters:
         t0 = time.perf_counter()
         if args.download and src.upstream is not None:
@@ -82,9 +86,20 @@ def main(argv: list[str] | None = None) -> int:
             fetch(src, path)
         else:
             path = resolve_path(src, args.path, len(adapters))
-        summary = extract_source(
-            src, path, out_root / src.name, quiet=args.quiet, t0=t0, allow_fewer=args.allow_fewer
-        )
+        try:
+            summary = extract_source(
+                src,
+                path,
+                out_root / src.name,
+                quiet=args.quiet,
+                t0=t0,
+                allow_fewer=args.allow_fewer,
+            )
+        except OSError as e:
+            if describe(e) is None:
+                raise
+            raise StorageError(_unsaved(e, out_root, src.name, done)) from None
+        done.append(src.name)
         total_rejects += summary.rejects
         print(summary.line())
     print(f"wrote {out_root}")
@@ -95,6 +110,16 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     return 0
+
+
+def _unsaved(e: OSError, out_root: Path, name: str, done: list[str]) -> str:
+    """The one line for a write the disk refused: the path, what was kept, what to do. A source's
+    files are written in a temporary folder and swapped in whole, so its previous extraction is
+    left as it was."""
+    kept = f"{name}'s previous extraction in {out_root / name} is unchanged"
+    if done:
+        kept = f"extracted {', '.join(done)}; " + kept
+    return sentence(e, path=e.filename or out_root / f".{name}.tmp", saved=kept)
 
 
 def _download_path(src: Source, explicit: str | None, n: int) -> Path:

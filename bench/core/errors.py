@@ -26,3 +26,13 @@ class IntegrityError(DataError):
 class LeakError(DataError):
     """A pre-execution view would show the judged action's own result, or the judged action is
     missing from its rendered prompt."""
+
+
+class StorageError(BenchError):
+    """A write failed for a reason the user can fix (a full disk, a permission, a read-only
+    folder); the message names the path and what was saved. Scripts exit with
+    ``bench.core.ioerrors.EXIT_IO``."""
+
+
+class LockedError(BenchError):
+    """Another process holds the lock on a file this one must write (``bench.core.lock``)."""

@@ -4,7 +4,9 @@
 checks each shard file with ``bench.jobs.plan.check_shard`` (config hash, dataset version, ids:
 the planned ones, each once), and appends the verified shards to
 ``leaderboards/predictions/<judge>/<version>/<config_hash>.jsonl``, one run session per shard,
-skipping those already merged (by blob id). Submission uses ``check_all`` too, to resubmit only
+skipping those already merged (by blob id). The merge holds the file's lock
+(``bench.core.lock``) as ``decide.py`` does, so it never interleaves with a local run
+(``--wait`` waits for that run). Submission uses ``check_all`` too, to resubmit only
 the shards not done. See docs/hf-jobs.md.
 """
 
@@ -24,6 +26,7 @@ from bench.jobs.hub import api as hub_api
 from bench.jobs.hub import config_hash, download, fetch_plan, list_folder
 from bench.jobs.plan import JobsError, Plan, ShardCheck, check_shard, shard_lines_for_merge
 from bench.judging import predictions
+from bench.judging.local import WAIT_HINT
 from bench.judging.protocol import JudgeSpec
 
 
@@ -103,10 +106,13 @@ def collect_one(
             continue
         checks, good = check_all(api, plan, revision, tmp / "shards" / plan.dataset_version)
         path = predictions.path_for(args.out, spec.id, plan.dataset_version, plan.config_hash)
-        have = merged_blobs(path)
         merged, already = [], []
         if good:  # no file is opened when no shard verified
-            with predictions.Writer(path) as w:
+            # the lock is held from reading what is merged to the last line appended, so a
+            # local decide.py (or another collect) never interleaves with this merge
+            wait = bool(getattr(args, "wait", False))
+            with predictions.Writer(path, wait=wait, hint=WAIT_HINT) as w:
+                have = merged_blobs(path)
                 for k, (lines, blob) in sorted(good.items()):
                     if blob and blob in have:
                         already.append(k)

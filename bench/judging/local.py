@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import bench
-from bench.core.errors import BenchError
+from bench.core.errors import BenchError, StorageError
+from bench.core.ioerrors import describe, sentence
+from bench.core.lock import FileLock
 from bench.core.paths import BUILD_DIR, PREDICTIONS, REPO_ROOT
 from bench.core.schema import DecisionPoint
 from bench.core.secrets import Redactor, named_variables
@@ -79,9 +81,10 @@ class Outcome:
 
     judge: str
     """Judge id."""
-    state: Literal["ran", "cached", "skipped", "failed", "aborted"]
+    state: Literal["ran", "cached", "skipped", "failed", "aborted", "stopped"]
     """ran: decisions made; cached: nothing left to do; skipped: cannot run here; failed: setup
-    raised; aborted: the first decision failed."""
+    raised; aborted: the first decision failed; stopped: interrupted (SIGINT or SIGTERM) with
+    points left, which the next run judges."""
     reason: str = ""
     """Why skipped, failed or aborted."""
     counts: dict[str, int] = field(default_factory=dict)
@@ -285,15 +288,37 @@ def _close(backend: Any) -> None:
             log.warning("closing the backend failed", exc_info=True)
 
 
+def _target(spec: JudgeSpec, sel: Selection, out: str | os.PathLike[str]) -> tuple[Path, str, str]:
+    """(predictions file, config hash, template digest)."""
+    digest = template_digest(spec.prompt)
+    chash = spec.config_hash(digest)
+    return predictions.path_for(out, spec.id, sel.version, chash, sel.stress), chash, digest
+
+
 def _todo(
     spec: JudgeSpec, sel: Selection, out: str | os.PathLike[str], force: bool
 ) -> tuple[Path, str, str, list[DecisionPoint]]:
     """(predictions file, config hash, template digest, points still to judge)."""
-    digest = template_digest(spec.prompt)
-    chash = spec.config_hash(digest)
-    path = predictions.path_for(out, spec.id, sel.version, chash, sel.stress)
+    path, chash, digest = _target(spec, sel, out)
     done = set() if force else predictions.done_ids(path)
     return path, chash, digest, [p for p in sel.points if p.id not in done]
+
+
+WAIT_HINT = "run again when it has finished, or add --wait to wait for it instead"
+"""What a run refused by another run's lock on its predictions file is told to do."""
+
+Stop = Callable[[], bool]
+"""Asked before each decision point is pulled: True when the run must stop (an interrupt)."""
+
+
+def _until(stop: Stop, items: Iterator[JudgeInput]) -> Iterator[JudgeInput]:
+    """``items`` until ``stop()`` says to stop: nothing new is pulled after that, while the
+    decisions already pulled (in flight) finish and are written."""
+    while not stop():
+        item = next(items, None)
+        if item is None:
+            return
+        yield item
 
 
 def run_judge(
@@ -304,13 +329,42 @@ def run_judge(
     force: bool = False,
     quiet: bool = False,
     backend: Any = None,
+    wait: bool = False,
+    stop: Stop | None = None,
 ) -> Outcome:
     """Evaluate one judge over the selection, resuming its predictions file under ``out``
     (``force``: judge every point again; ``quiet``: no progress bar; ``backend``: one already
     set up, used as it is and left open). Never raises for what a judge does: a setup failure, a
     crash of the run or a ``SystemExit`` from judge code is the judge's outcome, and the other
     judges still run. The value of every environment variable the row names (and ``HF_TOKEN``)
-    is redacted from everything written and reported."""
+    is redacted from everything written and reported.
+
+    The file's lock is held from reading what is done to the last line written: another run on
+    the same file raises ``LockedError`` at once (``wait``: waits for it, then judges only what
+    it left). ``stop``, asked before each point is pulled, ends the run early: the decisions in
+    flight are written and the outcome is ``stopped``. A write that fails for a reason the user
+    can fix (a full disk) raises ``StorageError`` saying how many decisions the file holds."""
+    path = _target(spec, sel, out)[0]
+    try:
+        with FileLock(path, wait=wait, hint=WAIT_HINT):
+            return _run_locked(spec, sel, out, force, quiet, backend, stop)
+    except OSError as e:  # taking the lock (writing failures are StorageErrors already)
+        if describe(e) is None:
+            raise
+        saved = f"{len(predictions.done_ids(path))} decisions saved in {path}"
+        raise StorageError(sentence(e, saved=saved, resume=True)) from None
+
+
+def _run_locked(
+    spec: JudgeSpec,
+    sel: Selection,
+    out: str | os.PathLike[str],
+    force: bool,
+    quiet: bool,
+    backend: Any,
+    stop: Stop | None,
+) -> Outcome:
+    """``run_judge`` with the file's lock held."""
     t0 = time.perf_counter()
     path, chash, digest, todo = _todo(spec, sel, out, force)
     cached = len(sel.points) - len(todo)
@@ -332,17 +386,26 @@ def run_judge(
             path=str(path),
             seconds=time.perf_counter() - t0,
         )
-    pending = _Pending(spec, sel, path, chash, digest, todo, cached, secret)
+    pending = _Pending(spec, sel, path, chash, digest, todo, cached, secret, stop or _never)
     try:
         counts, stats, failure = _judge(pending, backend, quiet)
     finally:
         if owned:
             _close(backend)
-    state: Literal["ran", "aborted", "failed"] = (
-        "failed" if failure else "aborted" if stats.aborted else "ran"
+    stopped = pending.stop() and sum(counts.values()) < len(todo)
+    state: Literal["ran", "aborted", "failed", "stopped"] = (
+        "failed" if failure else "aborted" if stats.aborted else "stopped" if stopped else "ran"
     )
-    reason = failure or secret.text(stats.aborted or "")
+    reason = failure or secret.text(stats.aborted or "") or (STOPPED if stopped else "")
     return Outcome(spec.id, state, reason, counts, cached, time.perf_counter() - t0, str(path))
+
+
+STOPPED = "interrupted; rerun to resume"
+"""The reason of a ``stopped`` outcome."""
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -360,53 +423,90 @@ class _Pending:
     cached: int
     """Points already in the file."""
     secret: Redactor
+    stop: Stop
+    """True when the run must stop pulling points (an interrupt)."""
 
 
 def _judge(job: _Pending, backend: Any, quiet: bool) -> tuple[dict[str, int], runner.RunStats, str]:
     """Run the backend over the points left, appending each decision to the file as it
     completes between a run line and a run_end line: (counts per status, the runner's stats,
-    why the run stopped or '')."""
+    why the run stopped or ''). A write the user can fix (a full disk, a permission, a
+    read-only folder) stops pulling points and raises ``StorageError``: how many decisions the
+    file holds, and to rerun."""
+    bar = Progress(job.spec.id, len(job.todo), quiet)
+    w: predictions.Writer | None = None
+    try:
+        with predictions.Writer(job.path) as w:
+            return _append(job, backend, w, bar)
+    except OSError as e:
+        if describe(e) is None:
+            raise
+        saved = job.cached + (w.decisions if w is not None else 0)
+        why = sentence(
+            e,
+            path=job.path,
+            saved=f"{saved} decisions saved in {job.path}",
+            resume=True,
+            path_in_saved=e.filename in (None, str(job.path)),
+        )
+        raise StorageError(why) from None
+    finally:
+        bar.close()
+
+
+def _append(
+    job: _Pending, backend: Any, w: predictions.Writer, bar: Progress
+) -> tuple[dict[str, int], runner.RunStats, str]:
+    """``_judge``'s lines: the run line, each decision, the run_end line."""
     spec, secret = job.spec, job.secret
-    bar = Progress(spec.id, len(job.todo), quiet)
     counts: dict[str, int] = {}
     failure = ""
     stats = runner.RunStats()
+    w.write(
+        secret.row(
+            _run_line(spec, job.chash, job.digest, job.sel, backend, len(job.todo), job.cached)
+        )
+    )
+
+    def sink(p: predictions.Prediction) -> None:
+        if w.failed is not None:
+            return  # the disk refused a line: the decisions still in flight cannot be saved
+        try:
+            w.decision(_redacted(p, secret))
+        except OSError:
+            log.debug("writing %s failed", job.path, exc_info=True)
+            return
+        counts[p.status] = counts.get(p.status, 0) + 1
+        bar.update(p)
+
+    def stop() -> bool:
+        return w.failed is not None or job.stop()
+
     try:
-        with predictions.Writer(job.path) as w:
-            run_line = _run_line(
-                spec, job.chash, job.digest, job.sel, backend, len(job.todo), job.cached
-            )
-            w.write(secret.row(run_line))
-
-            def sink(p: predictions.Prediction) -> None:
-                w.decision(_redacted(p, secret))
-                counts[p.status] = counts.get(p.status, 0) + 1
-                bar.update(p)
-
-            try:
-                stats = runner.run(
-                    backend,
-                    prepare(spec, backend, job.todo, sink),
-                    sink,
-                    concurrency=max(1, min(spec.concurrency, len(job.todo))),
-                    batch_size=spec.batch_size,
-                    parse=make_parse(spec),
-                )
-            except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded as the outcome
-                log.debug("run of %s failed", spec.id, exc_info=True)
-                failure = secret.text(f"the run stopped: {type(e).__name__}: {e}")
-            w.write(
-                {
-                    "type": "run_end",
-                    "judge": spec.id,
-                    "end": _now(),
-                    "counts": counts,
-                    "busy_s": round(stats.busy_s, 4),
-                    "aborted": stats.aborted or failure or None,
-                }
-            )
-    finally:
-        bar.close()
+        stats = runner.run(
+            backend,
+            _until(stop, prepare(spec, backend, job.todo, sink)),
+            sink,
+            concurrency=max(1, min(spec.concurrency, len(job.todo))),
+            batch_size=spec.batch_size,
+            parse=make_parse(spec),
+        )
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded as the outcome
+        log.debug("run of %s failed", spec.id, exc_info=True)
+        failure = secret.text(f"the run stopped: {type(e).__name__}: {e}")
+    if w.failed is not None:
+        raise w.failed
+    stopped = job.stop() and sum(counts.values()) < len(job.todo)
+    w.write(
+        {
+            "type": "run_end",
+            "judge": spec.id,
+            "end": _now(),
+            "counts": counts,
+            "busy_s": round(stats.busy_s, 4),
+            "aborted": stats.aborted or failure or (STOPPED if stopped else None),
+        }
+    )
     return counts, stats, failure
 
 
@@ -417,13 +517,19 @@ def run_stress(
     out: str | os.PathLike[str] = PREDICTIONS,
     force: bool = False,
     quiet: bool = False,
+    wait: bool = False,
+    stop: Stop | None = None,
 ) -> list[Outcome]:
     """One judge over several stress selections, set up (and fitted on dev) once; an outcome
-    per family, named ``<judge> ~<family>``."""
+    per family, named ``<judge> ~<family>`` (``wait`` and ``stop`` as in ``run_judge``; once
+    stopped, the families left are not started)."""
     pending = [s for s in sels if _todo(spec, s, out, force)[3]]
     if not pending:
         return [
-            replace(run_judge(spec, s, out=out, force=force, quiet=True), judge=_tag(spec, s))
+            replace(
+                run_judge(spec, s, out=out, force=force, quiet=True, wait=wait),
+                judge=_tag(spec, s),
+            )
             for s in sels
         ]
     t0 = time.perf_counter()
@@ -438,13 +544,15 @@ def run_stress(
             Outcome(_tag(spec, s), "failed", why, seconds=time.perf_counter() - t0) for s in sels
         ]
     try:
-        return [
-            replace(
-                run_judge(spec, s, out=out, force=force, quiet=quiet, backend=backend),
-                judge=_tag(spec, s),
+        outcomes = []
+        for s in sels:
+            if stop is not None and stop():
+                break
+            o = run_judge(
+                spec, s, out=out, force=force, quiet=quiet, backend=backend, wait=wait, stop=stop
             )
-            for s in sels
-        ]
+            outcomes.append(replace(o, judge=_tag(spec, s)))
+        return outcomes
     finally:
         _close(backend)
 

@@ -9,6 +9,7 @@ reading and cut off before the next append.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -18,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from bench.core.ioerrors import naming
 from bench.core.jsonl import clean_text
+from bench.core.lock import FileLock
 from bench.core.verdict import Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -212,32 +215,71 @@ def safe_row(row: Any) -> Any:
 
 
 class Writer:
-    """Appends lines to one predictions file, flushing each so a kill loses nothing written."""
+    """Appends lines to one predictions file, each written whole and unbuffered so that a kill
+    loses nothing already written. While open it holds the file's lock (``bench.core.lock``:
+    ``<file>.jsonl.lock`` beside it), so two runs never append to one file: a second writer
+    fails at once with a ``LockedError`` naming the holder, or waits with ``wait=True``. The
+    lock is re-entrant, so a caller that took it first (to read what is done before judging)
+    keeps it. A write that fails (a full disk) raises ``OSError`` naming the file and leaves
+    the writer refusing further lines, so a torn line is never followed by another one."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        wait: bool = False,
+        hint: str = "run again when it has finished",
+    ) -> None:
         self.path = Path(path)
+        self.decisions = 0
+        """Decision lines written."""
+        self.failed: OSError | None = None
+        """The error that stopped writing, if any."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _cut_torn_tail(self.path)
-        self._f: IO[bytes] = self.path.open("ab")
+        self._lock = FileLock(self.path, wait=wait, hint=hint)
+        self._lock.acquire()
+        try:
+            with naming(self.path):
+                _cut_torn_tail(self.path)
+                self._f: IO[bytes] = self.path.open("ab", buffering=0)
+        except BaseException:
+            self._lock.release()
+            raise
         self._dumps = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=False).encode
 
     def write(self, row: Mapping[str, Any]) -> None:
-        """Append one line and flush it to the OS. A row that JSON or UTF-8 cannot hold (a NaN,
-        a lone surrogate) is written with those values replaced (``safe_row``), never lost."""
+        """Append one line. A row that JSON or UTF-8 cannot hold (a NaN, a lone surrogate) is
+        written with those values replaced (``safe_row``), never lost."""
+        if self.failed is not None:
+            raise self.failed
         try:
             data = (self._dumps(row) + "\n").encode("utf-8")
         except (ValueError, UnicodeEncodeError):
             data = (self._dumps(safe_row(row)) + "\n").encode("utf-8")
-        self._f.write(data)
-        self._f.flush()
+        view = memoryview(data)
+        try:
+            with naming(self.path):
+                while view:  # unbuffered: a short write leaves the rest to write again
+                    n = self._f.write(view)
+                    if not n:
+                        raise OSError(errno.EIO, "the file took no bytes")
+                    view = view[n:]
+        except OSError as e:
+            self.failed = e
+            raise
 
     def decision(self, p: Prediction) -> None:
         """Append one decision line."""
         self.write(p.to_dict())
+        self.decisions += 1
 
     def close(self) -> None:
-        """Close the file."""
-        self._f.close()
+        """Close the file (nothing is buffered, so closing never fails on a full disk) and
+        release the lock."""
+        try:
+            self._f.close()
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> Writer:
         return self
