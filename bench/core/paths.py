@@ -108,6 +108,12 @@ def work_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return REPO_ROOT / "work"
 
 
+def prediction_cache(work: str | os.PathLike[str] | None = None) -> Path:
+    """``<work>/cache/predictions``: each predictions file reduced to the columns the
+    leaderboard scores, by content hash (``bench.report.columns``; safe to delete)."""
+    return work_dir(work) / "cache" / "predictions"
+
+
 def extracted(work: str | os.PathLike[str], source: str) -> Path:
     """``<work>/extract/<source>/trajectories.jsonl``: what extraction wrote for a source."""
     return Path(work) / "extract" / source / "trajectories.jsonl"

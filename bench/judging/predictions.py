@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,42 +115,84 @@ class BadLine:
         return f"{self.path}:{self.line}: {self.reason}"
 
 
-def scan(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[BadLine]]:
-    """(usable lines, bad lines) of a predictions file. A line is bad when it is not UTF-8, not
-    JSON, not a JSON object, or a decision without a string id; a torn last line (a writer
-    killed mid-line) is not a bad line, it is simply not there yet."""
-    p = Path(path)
-    if not p.is_file():
-        return [], []
-    data = p.read_bytes()
+def _loads_exact() -> Any:
+    """A line parser that gives exactly what ``json.loads`` gives: orjson (about 4x faster on
+    these lines) when it is installed, falling back to ``json.loads`` for every line orjson
+    refuses or could read differently (NaN, infinities, lone surrogates, a BOM, integers beyond
+    64 bits: orjson refuses those or reads them as floats, so a line holding a run of 19 or more
+    digits goes to ``json.loads`` too)."""
+    try:
+        import orjson  # noqa: PLC0415 - optional accelerator, installed with gradio
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    return orjson.loads
+
+
+_FAST_LOADS = _loads_exact()
+_LONG_INT = re.compile(rb"\d{19,}")
+
+
+def _parse(raw: bytes, name: str, i: int, torn_last: bool) -> dict[str, Any] | BadLine | None:
+    """One line: its object, a BadLine saying why it cannot be used, or None (blank, or the
+    torn last line of a writer killed mid-line)."""
+    if _FAST_LOADS is not None and not _LONG_INT.search(raw):
+        try:
+            row = _FAST_LOADS(raw)
+        except ValueError:
+            pass  # let json.loads decide, and name the reason exactly as it does
+        else:
+            return _checked_line(row, name, i)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return (
+            None
+            if torn_last
+            else BadLine(name, i, f"not valid UTF-8 ({e.reason} at byte {e.start})")
+        )
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as e:
+        return None if torn_last else BadLine(name, i, f"not valid JSON ({e.msg})")
+    return _checked_line(row, name, i)
+
+
+def _checked_line(row: Any, name: str, i: int) -> dict[str, Any] | BadLine:
+    if not isinstance(row, dict):
+        return BadLine(name, i, f"a JSON {type(row).__name__}, not an object")
+    if row.get("type") == "decision" and not (isinstance(row.get("id"), str) and row["id"]):
+        return BadLine(name, i, "a decision line without an id")
+    return row
+
+
+def scan_bytes(data: bytes, name: str) -> tuple[list[dict[str, Any]], list[BadLine]]:
+    """(usable lines, bad lines) of a predictions file's content; ``name`` is the file the bad
+    lines name. A line is bad when it is not UTF-8, not JSON, not a JSON object, or a decision
+    without a string id; a torn last line (a writer killed mid-line) is not a bad line, it is
+    simply not there yet."""
     lines = data.split(b"\n")
     torn = bool(lines) and lines[-1] != b""
     rows: list[dict[str, Any]] = []
     bad: list[BadLine] = []
+    last = len(lines)
     for i, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        last = i == len(lines)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            if not (last and torn):
-                bad.append(BadLine(str(p), i, f"not valid UTF-8 ({e.reason} at byte {e.start})"))
-            continue
-        try:
-            row = json.loads(text)
-        except json.JSONDecodeError as e:
-            if not (last and torn):
-                bad.append(BadLine(str(p), i, f"not valid JSON ({e.msg})"))
-            continue
-        if not isinstance(row, dict):
-            bad.append(BadLine(str(p), i, f"a JSON {type(row).__name__}, not an object"))
-            continue
-        if row.get("type") == "decision" and not (isinstance(row.get("id"), str) and row["id"]):
-            bad.append(BadLine(str(p), i, "a decision line without an id"))
-            continue
-        rows.append(row)
+        got = _parse(raw, name, i, torn and i == last)
+        if isinstance(got, BadLine):
+            bad.append(got)
+        elif got is not None:
+            rows.append(got)
     return rows, bad
+
+
+def scan(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[BadLine]]:
+    """(usable lines, bad lines) of a predictions file (``scan_bytes`` on its content); a file
+    that does not exist has neither."""
+    p = Path(path)
+    if not p.is_file():
+        return [], []
+    return scan_bytes(p.read_bytes(), str(p))
 
 
 def read_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,9 +17,10 @@ from typing import Any
 
 from bench.core.errors import ConfigError, DataError, IntegrityError
 from bench.core.jsonl import read_jsonl
-from bench.core.taxonomy import Taxonomy, load_taxonomy
-from bench.core.verdict import from_row
-from bench.judging import backends, predictions
+from bench.core.paths import prediction_cache
+from bench.judging import backends
+from bench.report import columns
+from bench.report.columns import DecisionColumns, DecisionRows
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def _fits_on_dev(backend: str) -> bool:
 
 @dataclass(frozen=True)
 class PredictionFile:
-    """One predictions file, read."""
+    """One predictions file, read and reduced to the columns scoring needs."""
 
     judge: str
     """Judge id (the first folder level)."""
@@ -79,8 +79,13 @@ class PredictionFile:
     """Path relative to the predictions folder (stable across machines)."""
     runs: tuple[Mapping[str, Any], ...]
     """Its run lines in file order."""
-    decisions: Mapping[str, Mapping[str, Any]]
-    """id -> the last decision line for that id."""
+    columns: DecisionColumns
+    """The last decision per id, checked, as arrays (ids in order of first appearance)."""
+
+    @property
+    def decisions(self) -> Mapping[str, Mapping[str, Any]]:
+        """id -> the last decision for that id, as a row built on demand from ``columns``."""
+        return DecisionRows(self.columns)
 
 
 # --------------------------------------------------------------------------- reading
@@ -145,88 +150,58 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return None
-    return v
-
-
-def decision_row(row: Mapping[str, Any], vocab: Taxonomy) -> dict[str, Any]:
-    """One decision line as the leaderboard scores it: its verdict through the one validator
-    (``bench.core.verdict.from_row``: a wrong act, a missing status or a string risk becomes
-    invalid or partial with the reason), timing and token fields kept only when they are
-    numbers."""
-    v = from_row(row, vocab)
-    out = dict(row)
-    out.update(
-        status=v.status,
-        act=v.act,
-        binary=v.binary,
-        risk=v.risk,
-        fail=v.fail,
-        harm=v.harm,
-        src=v.src,
-        cite=v.cite,
-        reason=v.reason,
-    )
-    for key in ("latency_s", "tokens_in", "tokens_out"):
-        out[key] = _number(row.get(key))
-    out["warmup"] = row.get("warmup") is True
-    return out
-
-
-def read_predictions(path: Path, root: Path) -> PredictionFile:
-    """Read one predictions file: run lines kept, every decision line validated, the last one
-    per id wins, a torn final line skipped. A corrupt line (not UTF-8, not JSON, not an object,
-    a decision without an id) raises DataError naming the file and line; the same id decided
-    twice with different verdicts is logged as a warning with the count."""
+def read_predictions(path: Path, root: Path, cache: Path | None = None) -> PredictionFile:
+    """Read one predictions file: run lines kept, every decision line checked by the one
+    validator, the last one per id wins, a torn final line skipped (``bench.report.columns``;
+    from ``cache`` when it holds this content, so an unchanged file is parsed once). A corrupt
+    line (not UTF-8, not JSON, not an object, a decision without an id) raises DataError naming
+    the file and line, from the cache too. An id answered more than once (two runs appending to
+    one file) is logged as one warning for the file, with the count; an errored decision
+    answered later is the normal resume and does not count."""
     rel = path.relative_to(root)
     if len(rel.parts) != 3 and not (len(rel.parts) == 5 and rel.parts[2] == "stress"):
         raise DataError(
             f"{path}: expected predictions/<judge>/<dataset_version>/<config_hash>.jsonl (or "
             "<judge>/<dataset_version>/stress/<family>/<config_hash>.jsonl)"
         )
-    rows, bad = predictions.scan(path)
+    red = columns.load(path, cache)
+    bad = red.bad_lines(str(path))
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise DataError(
             f"{bad[0]}{more}: fix or delete that line, or delete the file and rerun "
             f"`python bench/decide.py --judge {rel.parts[0]}`"
         )
-    vocab = load_taxonomy()
-    runs: list[Mapping[str, Any]] = []
-    decisions: dict[str, Mapping[str, Any]] = {}
-    seen: dict[str, tuple[Any, ...]] = {}
-    changed: set[str] = set()
-    for row in rows:
-        kind = row.get("type")
-        if kind == "run":
-            runs.append(row)
-        elif kind == "decision":
-            d = decision_row(row, vocab)
-            did = str(d["id"])
-            decisions[did] = d
-            if d["status"] == "error":
-                continue  # an errored decision retried later is the normal resume
-            key = (d["status"], d["act"], d["risk"])
-            if did in seen and seen[did] != key:
-                changed.add(did)
-            seen[did] = key
-    if changed:
-        log.warning(
-            "%s: %d id(s) were decided more than once with different verdicts (e.g. %s); the "
-            "last line of each counts",
-            rel.as_posix(),
-            len(changed),
-            sorted(changed)[0],
-        )
+    _warn_repeats(rel.as_posix(), red)
     return PredictionFile(
         judge=rel.parts[0],
         dataset_version=rel.parts[1],
         config_hash=path.stem,
         rel=rel.as_posix(),
-        runs=tuple(runs),
-        decisions=decisions,
+        runs=red.runs,
+        columns=red.columns,
+    )
+
+
+def _warn_repeats(rel: str, red: columns.Reduced) -> None:
+    """One warning per file whose ids were answered more than once, identical answers
+    included: the usual cause is two runs appending to the same file, each paying for every
+    call."""
+    if not red.repeated:
+        return
+    differ = (
+        f"; {len(red.changed)} id(s) were decided more than once with different verdicts "
+        f"(e.g. {red.changed[0]})"
+        if red.changed
+        else "; every repeat gave the same verdict"
+    )
+    log.warning(
+        "%s: %d id(s) were answered more than once (e.g. %s): two runs appending to one "
+        "file?%s. Each id counts once, its last line wins",
+        rel,
+        len(red.repeated),
+        red.repeated[0],
+        differ,
     )
 
 
@@ -244,17 +219,27 @@ def _start(f: PredictionFile) -> str:
     return max(times) if times else ""
 
 
+def _cache_dir(cache: Path | bool) -> Path | None:
+    """The cache folder a ``cache`` argument names: True, the default one
+    (``bench.core.paths.prediction_cache``); False, none."""
+    if cache is True:
+        return prediction_cache()
+    return cache or None
+
+
 def discover(
-    pred_dir: Path, version: str
+    pred_dir: Path, version: str, cache: Path | bool = True
 ) -> tuple[dict[str, PredictionFile], list[dict[str, str]], list[dict[str, str]]]:
     """(judge -> the file to score, refused files, superseded files). Files for another dataset
     version are refused by name, never mixed; when a judge has several files for this version
-    (several configs), the one with the latest run start is scored and the others listed."""
+    (several configs), the one with the latest run start is scored and the others listed.
+    ``cache``: where reductions are kept (True: ``work/cache/predictions``; False: none)."""
+    where = _cache_dir(cache)
     files = sorted(pred_dir.glob("*/*/*.jsonl")) if pred_dir.is_dir() else []
     chosen: dict[str, list[PredictionFile]] = {}
     refused: list[dict[str, str]] = []
     for p in files:
-        f = read_predictions(p, pred_dir)
+        f = read_predictions(p, pred_dir, where)
         other = {str(r["judge_id"]) for r in f.runs if r.get("judge_id")} - {f.judge}
         if other:
             raise IntegrityError(
@@ -285,7 +270,7 @@ def discover(
 
 
 def discover_stress(
-    pred_dir: Path, version: str, chosen: Mapping[str, PredictionFile]
+    pred_dir: Path, version: str, chosen: Mapping[str, PredictionFile], cache: Path | bool = True
 ) -> tuple[dict[str, dict[str, PredictionFile]], list[dict[str, str]]]:
     """(family -> judge -> stress file, stale files). A stress file counts only when it was made
     with the config the leaderboard scores for that judge (``chosen``); others are listed as
@@ -294,8 +279,9 @@ def discover_stress(
     stale: list[dict[str, str]] = []
     if not pred_dir.is_dir():
         return out, stale
+    where = _cache_dir(cache)
     for p in sorted(pred_dir.glob(f"*/{version}/stress/*/*.jsonl")):
-        f = read_predictions(p, pred_dir)
+        f = read_predictions(p, pred_dir, where)
         family = p.parent.name
         main = chosen.get(f.judge)
         if main is None or main.config_hash != f.config_hash:

@@ -16,7 +16,7 @@ and never enter the headline.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from bench.metrics.stats import (
     judge_stats,
     metrics_from_stats,
 )
+from bench.report.columns import DecisionColumns
 from bench.report.inputs import PredictionFile
 
 
@@ -116,8 +117,8 @@ class Scored:
     """The evaluated rows."""
     index: TrajectoryIndex
     """Their trajectories."""
-    rows: Mapping[str, Sequence[Mapping[str, Any]]]
-    """Judge -> its decision rows, in gold order."""
+    columns: Mapping[str, DecisionColumns]
+    """Judge -> its checked decisions and timing fields, in gold order."""
     preds: Mapping[str, Predictions]
     """Judge -> its predictions, aligned to gold."""
     stats: Mapping[str, JudgeStats]
@@ -132,6 +133,12 @@ class Scored:
     """Judges whose file misses some evaluated rows (not scored)."""
     cost: CostMatrix | None = None
     """The reward matrix."""
+
+    @property
+    def rows(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        """Judge -> its decision rows in gold order, built from ``columns`` when asked for
+        (slow for many judges: read ``columns`` instead)."""
+        return _Rows(self.columns)
 
     def boot(self, rows: np.ndarray | None = None) -> Bootstrap:
         """The bootstrap of every judge over the trajectories ``rows`` (a mask; None: all)."""
@@ -154,6 +161,26 @@ class Scored:
         table = st.table if traj is None else st.table[traj]
         m = metrics_from_stats(table.sum(axis=0), st.values, self.cost)
         return {k: float(v[0]) for k, v in m.items()}
+
+
+class _Rows(Mapping[str, Sequence[Mapping[str, Any]]]):
+    """Judge -> decision rows, built per judge on first access."""
+
+    def __init__(self, columns: Mapping[str, DecisionColumns]) -> None:
+        self._columns = columns
+        self._built: dict[str, list[dict[str, Any]]] = {}
+
+    def __getitem__(self, judge: str) -> Sequence[Mapping[str, Any]]:
+        if judge not in self._built:
+            c = self._columns[judge]
+            self._built[judge] = [c.row(n) for n in range(len(c))]
+        return self._built[judge]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
 
 
 @dataclass(frozen=True)
@@ -183,24 +210,26 @@ def score(
     known = {str(r["id"]) for r in gt_rows}
     gold = Gold.from_rows(evaluated)
     ids = gold.ids.tolist()
-    rows_of: dict[str, list[Mapping[str, Any]]] = {}
+    cols: dict[str, DecisionColumns] = {}
     preds: dict[str, Predictions] = {}
     incomplete: list[dict[str, Any]] = []
     for judge, f in files.items():
-        unknown = sorted(set(f.decisions) - known)
-        if unknown:
+        pos = f.columns.position
+        if not known.issuperset(pos):
+            unknown = sorted(set(pos) - known)
             raise IntegrityError(
                 f"predictions/{f.rel}: {len(unknown)} ids not in ground truth {version!r} (e.g. "
                 f"{unknown[:3]}); the file was made for other data: delete it or rerun decide"
             )
-        have = [i for i in ids if i in f.decisions]
-        if len(have) < len(ids):
+        at = np.fromiter((pos.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        have = int((at >= 0).sum())
+        if have < len(ids):
             incomplete.append(
-                {"id": judge, "predictions": f.rel, "covered": len(have), "expected": len(ids)}
+                {"id": judge, "predictions": f.rel, "covered": have, "expected": len(ids)}
             )
             continue
-        rows_of[judge] = [f.decisions[i] for i in ids]
-        preds[judge] = Predictions.from_rows(rows_of[judge])
+        cols[judge] = f.columns.take(at)
+        preds[judge] = cols[judge].predictions()
     index = TrajectoryIndex.of(gold)
     first_row = np.zeros(len(index), dtype=np.int64)
     first_row[index.code[::-1]] = np.arange(len(gold))[::-1]
@@ -212,7 +241,7 @@ def score(
     return Scored(
         gold=gold,
         index=index,
-        rows=rows_of,
+        columns=cols,
         preds=preds,
         stats=stats,
         points=points,
