@@ -3,12 +3,15 @@
 Trajectories are resampled with replacement (a fixed seed); every judge is rescored on the same
 draws by one (resamples x trajectories) @ (trajectories x statistics) matrix product, so the
 intervals of two judges are paired. ``tie_groups`` and ``paired_interval`` ask whether the paired
-difference of two judges excludes 0. Callers import from this module directly.
+difference of two judges excludes 0; the tie groups ask it of at most one pair per judge (each
+judge against the first judge of the group it may join), so ranking n judges makes at most n - 1
+paired comparisons per metric. Any other pair is computed when asked (``bench.metrics.paired``).
+Callers import from this module directly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,7 +156,22 @@ def tie_groups(
     best unassigned judge leads a group, and the judges after it join while the paired bootstrap
     interval (1 - alpha) of their difference from it contains 0. The group closes at the first
     significant difference, so groups follow the point order. NaN point estimates come last,
-    each in its own group."""
+    each in its own group. At most ``len(point) - 1`` paired comparisons (``rank_in_groups``)."""
+
+    def significant(lead: str, j: str) -> bool:
+        return _significant(boot.samples[lead][metric], boot.samples[j][metric], alpha)
+
+    return rank_in_groups(point, metric, significant)
+
+
+def rank_in_groups(
+    point: Mapping[str, float], metric: str, significant: Callable[[str, str], bool]
+) -> dict[str, Rank]:
+    """The tie groups of ``tie_groups`` with the paired test given as ``significant(lead, j)``
+    (True when j differs from ``lead``, the first judge of the group j may join). It is asked
+    only of (first judge of the open group, next judge in point order), and every judge is the
+    second of at most one such pair: n judges need at most n - 1 comparisons, never all
+    n(n - 1)/2 pairs."""
     sign = 1.0 if HIGHER_IS_BETTER[metric] else -1.0
 
     def key(j: str) -> tuple[int, float, str]:
@@ -169,9 +187,7 @@ def tie_groups(
         members = [lead]
         if not np.isnan(point[lead]):
             for j in order[i + 1 :]:
-                if np.isnan(point[j]) or _significant(
-                    boot.samples[lead][metric], boot.samples[j][metric], alpha
-                ):
+                if np.isnan(point[j]) or significant(lead, j):
                     break
                 members.append(j)
         for j in members:
@@ -189,7 +205,8 @@ def _significant(a: np.ndarray, b: np.ndarray, alpha: float) -> bool:
 def paired_interval(boot: Bootstrap, a: str, b: str, metric: str) -> tuple[float, float]:
     """Percentile interval (``boot.confidence``) of the paired bootstrap difference a - b on
     ``metric``: both judges on the same trajectory draws, NaN resamples ignored. The Space's
-    Compare tab shows it; ``tie_groups`` asks the same question of the leader of each group."""
+    Compare tab shows it (``bench.metrics.paired``); ``tie_groups`` asks the same question of
+    the leader of each group."""
     d = boot.samples[a][metric] - boot.samples[b][metric]
     return percentile_interval(d, (1 - boot.confidence) / 2)
 
