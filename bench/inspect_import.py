@@ -4,7 +4,9 @@ The log must come from ``inspect eval bench/interop/inspect_task.py`` on the cur
 made for another dataset version than ``leaderboards/ground_truth.jsonl``'s is refused. The file is
 written to ``leaderboards/predictions/<judge>/<version>/<config_hash>.jsonl`` (docs/inspect.md);
 ``python bench/leaderboard.py`` then ranks the judge like any other, or lists it as incomplete when
-the log lacks some decision points of the split the leaderboard scores.
+the log lacks some decision points of the split the leaderboard scores. The file is appended
+under its lock (``bench.core.lock``), as ``decide.py`` appends: while another run writes the same
+file, the import is refused at once with that run's pid, host and start time.
 """
 
 from __future__ import annotations
