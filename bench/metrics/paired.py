@@ -135,7 +135,8 @@ def difference(ps: PairedStats, a: str, b: str) -> dict[str, dict[str, Any]]:
     figure, rounded as leaderboard.json rounds (None where undefined). The pair is computed in
     table order and negated when ``b`` comes first, so A - B and B - A mirror each other
     exactly. {} when ``a == b``."""
-    ps.stat(a), ps.stat(b)
+    for j in (a, b):
+        ps.stat(j)  # an unknown judge raises, naming the close matches
     if a == b:
         return {}
     first, second = (a, b) if ps.judges.index(a) < ps.judges.index(b) else (b, a)
