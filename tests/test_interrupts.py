@@ -115,3 +115,26 @@ def test_a_signal_finishes_the_lines_in_hand_and_the_rerun_redoes_nothing(
     assert len(calls) == N and set(calls.values()) == {1}  # the judge was never asked twice
     redone = [r for r in predictions.read_lines(path) if r.get("type") == "run"][-1]
     assert redone["todo"] == N - len(done) and redone["cached"] == len(done)
+
+
+def test_the_first_signal_asks_to_stop_a_second_stops_at_once(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    import os
+
+    from bench.core.script import Interrupted, Interrupts, run
+
+    before = signal.getsignal(signal.SIGTERM)
+    with Interrupts() as stop:
+        assert not stop.is_set()
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.is_set() and stop.status == 143
+        with pytest.raises(Interrupted) as e:
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) == before  # the handlers are put back
+    assert "finishing the decisions in hand" in capfd.readouterr().err
+
+    def stopped(argv: list[str] | None) -> int:
+        raise e.value
+
+    assert run(stopped, []) == 143

@@ -210,3 +210,39 @@ def test_a_second_decide_is_refused_then_allowed_with_wait(
     ids = Counter(r["id"] for r in predictions.read_lines(path) if r["type"] == "decision")
     assert len(ids) == 12 and set(ids.values()) == {1}
     assert not lock_path(path).exists()
+
+
+def test_jobs_collect_merges_under_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--collect appends under the same lock: refused while a run writes the file, and with
+    --wait it merges once that run has ended (the hub side is faked at collect's helpers)."""
+    from argparse import Namespace
+    from types import SimpleNamespace
+
+    from bench.jobs import collect
+
+    plan = SimpleNamespace(config_hash="h1", dataset_version="v1", shards=1)
+    shard = [{"type": "decision", "id": "x:1:1", "status": "ok", "act": "STOP"}]
+    monkeypatch.setattr(collect, "config_hash", lambda spec: "h1")
+    monkeypatch.setattr(
+        collect, "list_folder", lambda *a: [SimpleNamespace(path="predictions/j/v1/plan.json")]
+    )
+    monkeypatch.setattr(collect, "fetch_plan", lambda *a: plan)
+    monkeypatch.setattr(collect, "check_all", lambda *a: ([], {0: (shard, "blob-0")}))
+    monkeypatch.setattr(collect, "shard_lines_for_merge", lambda lines, p, k, blob: lines)
+    api = SimpleNamespace(dataset_info=lambda repo: SimpleNamespace(sha="rev"))
+    spec = SimpleNamespace(id="j")
+    path = predictions.path_for(tmp_path, "j", "v1", "h1")
+
+    def args(wait: bool) -> Namespace:
+        return Namespace(results_repo="org/results", version=None, out=tmp_path, wait=wait)
+
+    with holder(path) as proc:
+        with pytest.raises(LockedError, match=f"pid {proc.pid}"):
+            collect.collect_one(api, spec, args(False), tmp_path / "dl")  # type: ignore[arg-type]
+        assert not path.exists()
+        threading.Timer(0.5, release, args=(proc,)).start()
+        (res,) = collect.collect_one(api, spec, args(True), tmp_path / "dl")  # type: ignore[arg-type]
+        assert proc.stdin is not None and proc.stdin.closed
+    assert res.merged == (0,) and list(predictions.latest(path)) == ["x:1:1"]
