@@ -351,7 +351,10 @@ def run_judge(
     except OSError as e:  # taking the lock (writing failures are StorageErrors already)
         if describe(e) is None:
             raise
-        saved = f"{len(predictions.done_ids(path))} decisions saved in {path}"
+        try:
+            saved = f"{len(predictions.done_ids(path))} decisions saved in {path}"
+        except OSError:  # the file cannot even be read: say what the OS said only
+            saved = ""
         raise StorageError(sentence(e, saved=saved, resume=True)) from None
 
 
