@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import io
+import threading
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -211,20 +212,23 @@ def to_bytes(ps: PairedStats) -> bytes:
 
 
 class _Lazy(Mapping[str, JudgeStats]):
-    """Judge -> statistics, each read from the open file on first use."""
+    """Judge -> statistics, each read from the open file on first use (thread-safe: the Space
+    may compare two pairs at once)."""
 
     def __init__(self, npz: Any, judges: Sequence[str]) -> None:
         self._npz = npz
         self._index = {j: i for i, j in enumerate(judges)}
         self._cache: dict[str, JudgeStats] = {}
+        self._lock = threading.Lock()
 
     def __getitem__(self, judge: str) -> JudgeStats:
-        if judge not in self._cache:
-            i = self._index[judge]
-            table = self._npz[f"table_{i}"].T.astype(np.float64)
-            values = self._npz[f"values_{i}"].astype(np.int64)
-            self._cache[judge] = JudgeStats(table=table, values=values, risk_from_act=np.nan)
-        return self._cache[judge]
+        with self._lock:
+            if judge not in self._cache:
+                i = self._index[judge]
+                table = self._npz[f"table_{i}"].T.astype(np.float64)
+                values = self._npz[f"values_{i}"].astype(np.int64)
+                self._cache[judge] = JudgeStats(table=table, values=values, risk_from_act=np.nan)
+            return self._cache[judge]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._index)
