@@ -10,15 +10,21 @@ through ``bench.report.plots``); the --check comparison of committed outputs is
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.core.paths import REPORT_TEMPLATES
+from bench.metrics.paired import FILE as PAIRED_STATS
 from bench.metrics.spec import BREAKDOWN_METRICS, METRICS, SHORTCUT_METRICS, label
 from bench.report import plots
+from bench.report.parts import LEADERBOARD, PART_FILES, ROWS, split
 from bench.report.rows import build_rows, margin_text
 
 
@@ -925,27 +931,85 @@ def _json(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def render_all(report: Mapping[str, Any], out: Path) -> list[Path]:
-    """Write every output under ``out``; returns the paths written (plots included)."""
-    out.mkdir(parents=True, exist_ok=True)
+def render_texts(report: Mapping[str, Any]) -> dict[str, str]:
+    """Every text output, {path relative to the output folder: text}, leaderboard.json last and
+    without its ``files`` manifest (``render_all`` adds it). The JSON documents are cut into
+    their parts by ``bench.report.parts``. Pure."""
+    head, parts = split(report, LEADERBOARD)
+    rows_head, row_parts = split(build_rows(report), ROWS)
     texts = {
         "leaderboard.md": render_markdown(report),
         "leaderboard.csv": render_csv(report),
-        "leaderboard.json": _json(report),
         "leaderboard.html": render_html(report),
-        "leaderboard_rows.json": _json(build_rows(report)),
+        "leaderboard_rows.json": _json(rows_head),
         **{f"{k}.csv": render_breakdown_csv(report, k) for k in BREAKDOWNS},
         "diagnostic.csv": render_breakdown_csv(report, "diagnostic"),
         "twins.csv": render_twins_csv(report),
         "pairs.csv": render_pairs_csv(report),
         "robustness.csv": render_robustness_csv(report),
+        **{path: _json(doc) for path, doc in {**parts, **row_parts}.items()},
     }
-    written = []
-    for name, text in texts.items():
-        (out / name).write_text(text, encoding="utf-8", newline="\n")
-        written.append(out / name)
-    written += plots.write_all(report, out / "plots")
-    return written
+    texts["leaderboard.json"] = _json(head)
+    return texts
+
+
+MANIFEST_KEY = "files"
+"""leaderboard.json's last key: {path of every other output: its sha256}, so a reader can tell
+that the files it holds are one generation (docs/metrics.md, "The JSON layouts")."""
+
+STAGING = ".staging"
+"""Prefix of the hidden folder inside the output folder where a regeneration writes before
+anything is moved into place (same file system, so each move is an atomic rename)."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def with_manifest(leaderboard_json: str, digests: Mapping[str, str]) -> str:
+    """leaderboard.json's text with the ``files`` manifest appended as its last key."""
+    doc = json.loads(leaderboard_json)
+    doc[MANIFEST_KEY] = dict(sorted(digests.items()))
+    return _json(doc)
+
+
+def render_all(
+    report: Mapping[str, Any], out: Path, binaries: Mapping[str, bytes] | None = None
+) -> list[Path]:
+    """Write every output under ``out``; returns the paths written (plots included).
+    ``binaries``: files written as given (``OUTPUT_BINARIES``: the paired statistics).
+
+    Never half-written: everything is first written into a staging folder inside ``out``; only
+    when all of it is there is each file moved into place with ``os.replace`` (atomic), and
+    leaderboard.json last, naming every other file with its sha256. A failure before the moves
+    leaves every file of the previous generation as it was; the staging folder is always
+    removed."""
+    out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
+    try:
+        texts = render_texts(report)
+        for name, text in texts.items():
+            (stage / name).parent.mkdir(parents=True, exist_ok=True)
+            (stage / name).write_text(text, encoding="utf-8", newline="\n")
+        plot_files = plots.write_all(report, stage / "plots")
+        for name, data in (binaries or {}).items():
+            (stage / name).write_bytes(data)
+        staged = [*(stage / n for n in texts if n != "leaderboard.json"), *plot_files]
+        staged += [stage / n for n in binaries or {}]
+        rel = [p.relative_to(stage).as_posix() for p in staged]
+        digests = {r: _sha256(p) for r, p in zip(rel, staged, strict=True)}
+        head = stage / "leaderboard.json"
+        head.write_text(
+            with_manifest(texts["leaderboard.json"], digests), encoding="utf-8", newline="\n"
+        )
+        written = []
+        for r in [*rel, "leaderboard.json"]:
+            (out / r).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / r, out / r)
+            written.append(out / r)
+        return written
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 BREAKDOWNS = ("by_source", "by_category", "by_subset", "by_level")
@@ -962,4 +1026,12 @@ OUTPUT_TEXTS = (
     "twins.csv",
     "pairs.csv",
     "robustness.csv",
+    *PART_FILES,
 )
+"""Every text output leaderboard.py writes (relative paths), the part files included: what
+``--check`` compares and the Hub upload carries. A part whose key a report lacks is not written
+(``bench.report.parts``)."""
+
+OUTPUT_BINARIES = (PAIRED_STATS,)
+"""Binary outputs (``render_all``'s ``binaries``): ``--check`` compares what they hold
+(``bench.metrics.paired.content_digest``) and the Hub upload carries them."""
