@@ -17,12 +17,13 @@ imported by name, not a package, because the Space runs from this folder alone.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -187,15 +188,35 @@ class Page:
     """What every tab is built from."""
 
     res: D.Results
-    """The leaderboard outputs."""
+    """The generation of the leaderboard outputs the page is built from."""
     texts: D.Texts
     """Decision-point text for Browse."""
     cb: dict[str, Callable[..., Any]]
-    """The callbacks (``make_callbacks``)."""
+    """The callbacks (``make_callbacks``): each reads the store's current generation."""
+    store: D.ResultsStore
+    """The results folder's current generation (reloaded when leaderboard.json changes)."""
 
 
-def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
-    """The app's callbacks over one results folder and one text source (pure readers)."""
+Reader = Callable[[D.Results], Any]
+
+
+def _runner(store: D.ResultsStore) -> Callable[[Reader], Any]:
+    """``run(reader)``: the reader on the store's current generation (one generation, retried
+    once on a mix, ``ResultsStore.call``); a SpaceDataError becomes the page's error message."""
+
+    def run(reader: Reader) -> Any:
+        try:
+            return store.call(reader)
+        except D.SpaceDataError as e:
+            raise gr.Error(str(e)) from None
+
+    return run
+
+
+def make_callbacks(store: D.ResultsStore, texts: D.Texts) -> dict[str, Any]:
+    """The app's callbacks over one results folder and one text source (pure readers), each
+    on the generation current when it runs; ``open_<tab>`` fill a tab when it is opened."""
+    run = _runner(store)
 
     def leaderboard(
         metric: str,
@@ -206,60 +227,68 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
         open_weights: str,
         fitted: str,
     ) -> tuple[pd.DataFrame, str]:
-        df, note = T.leaderboard_table(
-            res,
-            metric=metric,
-            search=search,
-            source=source,
-            category=category,
-            backend=backend or [],
-            open_weights=open_weights or "Any",
-            fitted=fitted or "Any",
+        df, note = run(
+            lambda res: T.leaderboard_table(
+                res,
+                metric=metric,
+                search=search,
+                source=source,
+                category=category,
+                backend=backend or [],
+                open_weights=open_weights or "Any",
+                fitted=fitted or "Any",
+            )
         )
         return _numeric(df), note
 
     def trajectories(search: str) -> pd.DataFrame:
-        return _df(T.trajectory_table(res, search))
+        return _df(run(lambda res: T.trajectory_table(res, search)))
 
     def robustness(family: str) -> tuple[pd.DataFrame, str]:
-        df, note = T.robustness_table(res, family)
+        df, note = run(lambda res: T.robustness_table(res, family))
         return _df(df), note
 
     def compare(a: str, b: str) -> tuple[str, pd.DataFrame, str, pd.DataFrame]:
         if not a or not b:
             empty = pd.DataFrame()
             return "Pick two judges.", empty, "", empty
-        table, summary = T.compare_table(res, a, b)
-        dis, note = T.disagreements(res, a, b) if a != b else (pd.DataFrame(), "")
-        return summary, _df(table), note, _df(dis)
+
+        def read(res: D.Results) -> tuple[str, pd.DataFrame, str, pd.DataFrame]:
+            table, summary = T.compare_table(res, a, b)
+            dis, note = T.disagreements(res, a, b) if a != b else (pd.DataFrame(), "")
+            return summary, _df(table), note, _df(dis)
+
+        return run(read)
 
     def browse_list(
         split: str, source: str, act: str, show: str, judge: str, search: str
     ) -> tuple[Any, str]:
-        ids, note = T.browse_ids(
-            res, texts, split=split, source=source, act=act, show=show, judge=judge, search=search
-        )
+        ids, note = run(
+            lambda res: T.browse_ids(
+                res, texts, split=split, source=source, act=act, show=show, judge=judge,
+                search=search,
+            )
+        )  # fmt: skip
         return gr.Dropdown(choices=ids, value=ids[0] if ids else None), note
 
     def browse(did: str) -> tuple[pd.DataFrame, str, str]:
         if not did:
             return pd.DataFrame(), "<p class='fs-muted'>Pick a decision point.</p>", ""
         did = did.strip()
-        return (
-            _df(T.verdict_table(res, did)),
-            V.point_html(res, texts, did),
-            V.raw_html(res, texts, did),
+        return run(
+            lambda res: (
+                _df(T.verdict_table(res, did)),
+                V.point_html(res, texts, did),
+                V.raw_html(res, texts, did),
+            )
         )
 
     def pairs_list(domain: str, clue_kind: str, bucket: str) -> tuple[Any, str]:
-        ids, note = T.pair_ids(res, domain, clue_kind, bucket)
+        ids, note = run(lambda res: T.pair_ids(res, domain, clue_kind, bucket))
         return gr.Dropdown(choices=ids, value=ids[0] if ids else None), note
 
     def pair(pid: str) -> tuple[pd.DataFrame, str]:
-        entry = T.pair_index(res).get((pid or "").strip())
-        if entry is None:
-            return pd.DataFrame(), "<p class='fs-muted'>Pick a pair.</p>"
-        return _df(T.pair_verdicts(res, pid.strip())), V.pair_html(res, texts, entry)
+        return run(lambda res: _pair_view(res, texts, pid))
 
     return {
         "pairs_list": pairs_list,
@@ -270,7 +299,68 @@ def make_callbacks(res: D.Results, texts: D.Texts) -> dict[str, Any]:
         "compare": compare,
         "browse_list": browse_list,
         "browse": browse,
+        **_tab_fills(run, texts),
     }
+
+
+def _pair_view(res: D.Results, texts: D.Texts, pid: str | None) -> tuple[pd.DataFrame, str]:
+    """One contrast pair: every judge's verdicts on both sides, and both sides' text."""
+    entry = T.pair_index(res).get((pid or "").strip())
+    if entry is None or not pid:
+        return pd.DataFrame(), "<p class='fs-muted'>Pick a pair.</p>"
+    return _df(T.pair_verdicts(res, pid.strip())), V.pair_html(res, texts, entry)
+
+
+PAIR_FILTERS = ("domain", "clue_kind", "bucket")
+"""The Pairs tab's filters, in input order."""
+
+
+def _tab_fills(run: Callable[[Reader], Any], texts: D.Texts) -> dict[str, Callable[[], Any]]:
+    """``open_<tab>``: the contents of each tab whose data lives in part files, read when the
+    tab is opened (``TabSpec.lazy``), in the order of the components its builder returned."""
+
+    def validity(res: D.Results) -> list[Any]:
+        tdf, tnote = T.twin_table(res)
+        ddf, dnote = T.diagnostic_table(res)
+        return [
+            _df(T.probe_table(res)),
+            "### Hard pairs: StepShield twins\n" + tnote,
+            _df(tdf),
+            "### Diagnostic configs\n" + dnote,
+            _df(ddf),
+        ]
+
+    def lite(res: D.Results) -> list[Any]:
+        df, note = T.lite_table(res)
+        return [note, _df(df)]
+
+    def robustness(res: D.Results) -> list[Any]:
+        df, note = T.robustness_table(res, D.ALL)
+        fams = [D.ALL, *T.stress_families(res.report)]
+        return [gr.Dropdown(choices=fams, value=D.ALL), note, _df(df)]
+
+    def pairs(res: D.Results) -> list[Any]:
+        df, note = T.pairs_table(res)
+        groups = [_pairs_value(T.pairs_group_table(res, kind)) for kind, _ in T.PAIR_GROUPS]
+        choices = T.pair_filters(res)
+        ids, pnote = T.pair_ids(res)
+        first = ids[0] if ids else None
+        return [
+            note,
+            _pairs_value(df),
+            *groups,
+            *(gr.Dropdown(choices=choices[k], value=D.ALL) for k in PAIR_FILTERS),
+            gr.Dropdown(choices=ids, value=first),
+            pnote,
+            *_pair_view(res, texts, first),
+        ]
+
+    return {
+        f"open_{name}": functools.partial(run, fill)
+        for name, fill in (
+            ("validity", validity), ("lite", lite), ("robustness", robustness), ("pairs", pairs),
+        )
+    }  # fmt: skip
 
 
 # --------------------------------------------------------------------------- layout
@@ -319,8 +409,9 @@ HEAD = (
 columns (``HEADER_HELP``; the metrics' come from leaderboard_rows.json on load)."""
 
 
-def _leaderboard_filters(rep: Any) -> Controls:
-    """The Leaderboard tab's row of controls, by URL parameter."""
+def _leaderboard_filters(res: D.Results) -> Controls:
+    """The Leaderboard tab's row of controls, by URL parameter (no part file is read)."""
+    rep = res.report
     with gr.Row(equal_height=True):
         search = gr.Textbox(
             label="Search judges",
@@ -337,10 +428,10 @@ def _leaderboard_filters(rep: Any) -> Controls:
             min_width=130,
         )
         source = gr.Dropdown(
-            choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1, min_width=130
+            choices=[D.ALL, *T.sources(res)], value=D.ALL, label="Source", scale=1, min_width=130
         )
         category = gr.Dropdown(
-            choices=[(D.ALL, D.ALL), *((T.group_label(c), c) for c in T.categories(rep))],
+            choices=[(D.ALL, D.ALL), *((T.group_label(c), c) for c in T.categories(res))],
             value=D.ALL,
             label="Category, subset or level",
             scale=1,
@@ -394,7 +485,7 @@ def _leaderboard_tab(page: Page) -> Controls:
     res = page.res
     rep = res.report
     gr.Markdown("## Leaderboard", elem_classes="fs-h2")
-    controls = _leaderboard_filters(rep)
+    controls = _leaderboard_filters(res)
     df0, note0 = T.leaderboard_table(res, metric=rep["settings"]["rank_metric"])
     note = gr.Markdown(note0)
     table = _table(
@@ -406,9 +497,9 @@ def _leaderboard_tab(page: Page) -> Controls:
         column_widths=column_widths(df0),
         pinned_columns=2,
     )
-    gr.Markdown(T.pending_markdown(rep), elem_id="pending")
+    pending = gr.Markdown(T.pending_markdown(res), elem_id="pending")
     _wire_leaderboard(controls, table, note, page)
-    return controls
+    return {**controls, "_table": table, "_note": note, "_pending": pending}
 
 
 def _trajectories_tab(page: Page) -> Controls:
@@ -438,8 +529,25 @@ def _trajectories_tab(page: Page) -> Controls:
     return {}
 
 
+@dataclass(frozen=True)
+class Lazy:
+    """A tab filled when it is opened: ``fn(*inputs)`` gives ``outputs``' values."""
+
+    fn: Callable[..., Any]
+    """The fill callback (``make_callbacks``' ``open_<tab>``, or any other callback)."""
+    outputs: list[Any]
+    """The components it fills, in the order ``fn`` returns their values."""
+    inputs: list[Any] = field(default_factory=list)
+    """The components it reads."""
+
+
+LAZY = "_lazy"
+"""The key under which a tab's builder returns its ``Lazy`` fill."""
+
+
 def _validity_tab(page: Page) -> Controls:
-    """Shortcut probes, the twin pairs and the diagnostic configs: what the headline is not."""
+    """Shortcut probes, the twin pairs and the diagnostic configs: what the headline is not
+    (filled when opened: its data is in part files)."""
     res = page.res
     gr.Markdown("## Validity", elem_classes="fs-h2")
     gr.Markdown(
@@ -449,44 +557,38 @@ def _validity_tab(page: Page) -> Controls:
         "reference line on the Leaderboard tab, and a judge that does not clear it is not "
         "shown to measure judgment."
     )
-    _table(T.probe_table(res), elem_id="probe-table", show_label=False)
-    tdf, tnote = T.twin_table(res)
-    gr.Markdown("### Hard pairs: StepShield twins\n" + tnote)
-    _table(tdf, elem_id="twin-table", show_label=False)
-    ddf, dnote = T.diagnostic_table(res)
-    gr.Markdown("### Diagnostic configs\n" + dnote)
-    _table(ddf, elem_id="diagnostic-table", show_label=False)
+    probes = _table(pd.DataFrame(), elem_id="probe-table", show_label=False)
+    tnote = gr.Markdown("### Hard pairs: StepShield twins")
+    twins = _table(pd.DataFrame(), elem_id="twin-table", show_label=False)
+    dnote = gr.Markdown("### Diagnostic configs")
+    diag = _table(pd.DataFrame(), elem_id="diagnostic-table", show_label=False)
     if res.plot("shortcuts"):
         _image(
             res.plot("shortcuts"),
             "Balanced accuracy against the best probe",
             "One panel for the headline and one per source: each judge's balanced accuracy with its interval, and a dashed line at the best shortcut probe.",
         )
-    return {}
+    return {LAZY: Lazy(page.cb["open_validity"], [probes, tnote, twins, dnote, diag])}
 
 
 def _lite_tab(page: Page) -> Controls:
-    """The lite board."""
-    res = page.res
+    """The lite board (filled when opened)."""
     gr.Markdown("## Lite split", elem_classes="fs-h2")
-    df, note = T.lite_table(res)
-    gr.Markdown(note)
-    _table(_df(df), elem_id="lite-table", show_label=False)
-    return {}
+    note = gr.Markdown()
+    table = _table(pd.DataFrame(), elem_id="lite-table", show_label=False)
+    return {LAZY: Lazy(page.cb["open_lite"], [note, table])}
 
 
 def _robustness_tab(page: Page) -> Controls:
-    """Every judge on the stress families."""
-    res, cb = page.res, page.cb
+    """Every judge on the stress families (filled when opened)."""
+    cb = page.cb
     gr.Markdown("## Robustness", elem_classes="fs-h2")
-    fam = gr.Dropdown(
-        choices=[D.ALL, *T.stress_families(res.report)], value=D.ALL, label="Stress family"
-    )
-    df0, note0 = cb["robustness"](D.ALL)
-    note = gr.Markdown(note0)
-    table = _table(df0, elem_id="robustness-table", show_label=False)
+    # its choices come when the tab opens (a custom value: the API may name one before that)
+    fam = gr.Dropdown(choices=[D.ALL], value=D.ALL, label="Stress family", allow_custom_value=True)
+    note = gr.Markdown()
+    table = _table(pd.DataFrame(), elem_id="robustness-table", show_label=False)
     fam.change(cb["robustness"], fam, [table, note], api_name="robustness")
-    return {}
+    return {LAZY: Lazy(cb["open_robustness"], [fam, note, table])}
 
 
 def _plots_tab(page: Page) -> Controls:
@@ -530,16 +632,11 @@ def _compare_tab(page: Page) -> Controls:
             value=judges[1][1] if len(judges) > 1 else None,
             label="Judge B",
         )
-    c0 = cb["compare"](ja.value, jb.value)
-    csummary = gr.Markdown(c0[0])
-    ctable = _table(
-        c0[1],
-        elem_id="compare-table",
-        show_label=False,
-    )
-    cnote = gr.Markdown(c0[2])
+    csummary = gr.Markdown()  # filled when the tab opens (the paired statistics are a part file)
+    ctable = _table(pd.DataFrame(), elem_id="compare-table", show_label=False)
+    cnote = gr.Markdown()
     cdis = _table(
-        c0[3],
+        pd.DataFrame(),
         max_height=480,
         label="Where they disagree (click a row to open it in Browse)",
         elem_id="disagree-table",
@@ -553,27 +650,28 @@ def _compare_tab(page: Page) -> Controls:
             api_name="compare" if comp is ja else HIDDEN,
             js=url_js(("a", "b"), defaults),
         )
-    return {"a": ja, "b": jb, "disagree": cdis}
+    lazy = Lazy(cb["compare"], [csummary, ctable, cnote, cdis], [ja, jb])
+    return {"a": ja, "b": jb, "disagree": cdis, LAZY: lazy}
 
 
-def _pairs_numbers(df: pd.DataFrame, **kw: Any) -> gr.Dataframe:
-    """A pairs table with its values numeric (sortable) and shown with three decimals."""
+def _pairs_value(df: pd.DataFrame) -> Any:
+    """A pairs table's update: values numeric (sortable) and shown with three decimals."""
     if df.empty:
-        return _table(df, show_label=False, **kw)
-    return _table(three_places(df), datatype=datatypes(df), show_label=False, **kw)
+        return gr.Dataframe(value=df)
+    return gr.Dataframe(value=three_places(df), datatype=datatypes(df))
 
 
 def _pairs_tab(page: Page) -> Controls:
     """The contrast pairs: their board, the foresight-depth plot, and a pair viewer (both
-    sides side by side with every judge's verdict on each)."""
+    sides side by side with every judge's verdict on each); filled when opened."""
     res, texts, cb = page.res, page.texts, page.cb
     gr.Markdown("## Contrast pairs", elem_classes="fs-h2")
-    df, note = T.pairs_table(res)
-    gr.Markdown(note)
-    _pairs_numbers(df, elem_id="pairs-table")
-    for kind, head in T.PAIR_GROUPS:
+    note = gr.Markdown()
+    board = _table(pd.DataFrame(), show_label=False, elem_id="pairs-table")
+    groups = []
+    for _, head in T.PAIR_GROUPS:
         with gr.Accordion(f"By {head.lower()}", open=False):
-            _pairs_numbers(T.pairs_group_table(res, kind))
+            groups.append(_table(pd.DataFrame(), show_label=False))
     if res.plot("foresight_depth"):
         _image(
             res.plot("foresight_depth"),
@@ -586,20 +684,18 @@ def _pairs_tab(page: Page) -> Controls:
         "highlighted. Every judge's verdict on each side first, ✓ when its binary verdict "
         "matches the gold one.\n\n" + texts.origin
     )
-    choices = T.pair_filters(res)
-    ids0, note0 = T.pair_ids(res)
     with gr.Row(equal_height=True):
-        pdomain = gr.Dropdown(choices["domain"], value=D.ALL, label="Domain", min_width=120)
-        pkind = gr.Dropdown(choices["clue_kind"], value=D.ALL, label="Clue kind", min_width=120)
-        pbucket = gr.Dropdown(choices["bucket"], value=D.ALL, label="Clue distance", min_width=100)
+        # choices come when the tab opens (custom values: the API may name one before that)
+        opts: dict[str, Any] = {"value": D.ALL, "allow_custom_value": True}
+        pdomain = gr.Dropdown([D.ALL], label="Domain", min_width=120, **opts)
+        pkind = gr.Dropdown([D.ALL], label="Clue kind", min_width=120, **opts)
+        pbucket = gr.Dropdown([D.ALL], label="Clue distance", min_width=100, **opts)
         pid = gr.Dropdown(
-            ids0, value=ids0[0] if ids0 else None, label="Pair", allow_custom_value=True,
-            min_width=200, scale=2,
-        )  # fmt: skip
-    pnote = gr.Markdown(note0)
-    p0 = cb["pair"](ids0[0] if ids0 else "")
-    pverdicts = _table(p0[0], show_label=False, elem_id="pair-verdicts")
-    ppair = gr.HTML(p0[1], elem_id="pair")
+            [], value=None, label="Pair", allow_custom_value=True, min_width=200, scale=2
+        )
+    pnote = gr.Markdown()
+    pverdicts = _table(pd.DataFrame(), show_label=False, elem_id="pair-verdicts")
+    ppair = gr.HTML("", elem_id="pair")
     filters = [pdomain, pkind, pbucket]
     for comp in filters:
         comp.change(
@@ -607,13 +703,13 @@ def _pairs_tab(page: Page) -> Controls:
             api_name="pairs_list" if comp is pdomain else HIDDEN,
         )  # fmt: skip
     pid.change(cb["pair"], pid, [pverdicts, ppair], api_name="pair")
-    return {}
+    outputs = [note, board, *groups, *filters, pid, pnote, pverdicts, ppair]
+    return {LAZY: Lazy(cb["open_pairs"], outputs)}
 
 
 def _browse_tab(page: Page) -> Controls:
     """The Browse tab; returns its split filter and decision-point selector."""
     res, texts, cb = page.res, page.texts, page.cb
-    rep = res.report
     gr.Markdown("## Browse", elem_classes="fs-h2")
     gr.Markdown(
         "One decision point as a judge sees it: the policy, the turns so far and the "
@@ -630,7 +726,7 @@ def _browse_tab(page: Page) -> Controls:
             choices=list(T.SPLIT_CHOICES), value="test", label="Split", scale=1, min_width=100
         )
         bsource = gr.Dropdown(
-            choices=[D.ALL, *T.sources(rep)], value=D.ALL, label="Source", scale=1,
+            choices=[D.ALL, *T.sources(res)], value=D.ALL, label="Source", scale=1,
             min_width=120,
         )  # fmt: skip
         bact = gr.Dropdown(
@@ -706,7 +802,9 @@ class TabSpec:
     label: str
     """Its button's label."""
     build: Callable[[Page], Controls]
-    """Builds its content inside the tab; returns the controls others wire to ({} if none)."""
+    """Builds its content inside the tab; returns the controls others wire to ({} if none),
+    and under ``LAZY`` the ``Lazy`` fill run each time the tab is opened (a tab whose data is
+    in part files reads them only then)."""
 
 
 TABS: tuple[TabSpec, ...] = (
@@ -726,15 +824,26 @@ TABS: tuple[TabSpec, ...] = (
 
 
 def _open_tab(spec: TabSpec, page: Page) -> Controls:
-    """One tab: its content, and its id recorded in the URL when selected."""
+    """One tab: its content, its id recorded in the URL when selected, and, for a tab whose
+    builder returned a ``Lazy`` fill, that fill run when it is selected (API ``open_<id>``)."""
     with gr.Tab(spec.label, id=spec.id) as tab:
         out = spec.build(page)
     tab.select(None, None, None, js=f"() => window.fs?.recordTab({json.dumps(spec.id)})")
+    lazy = out.pop(LAZY, None)
+    if isinstance(lazy, Lazy):
+        tab.select(lazy.fn, lazy.inputs, lazy.outputs, api_name=f"open_{spec.id}")
     return out
 
 
-def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks:
-    """The Blocks app. With no results, a page that says how to produce them."""
+def build(
+    res: D.Results | None,
+    texts: D.Texts,
+    problem: str = "",
+    store: D.ResultsStore | None = None,
+) -> gr.Blocks:
+    """The Blocks app. With no results, a page that says how to produce them. Callbacks read
+    ``store``'s current generation (a store over ``res`` when none is given); a page opened
+    after leaderboard.json changed shows the new generation's table and subtitle."""
     with gr.Blocks(title="Foresight Bench leaderboard", fill_width=True) as demo:
         gr.Markdown(
             "# Foresight Bench\nStep-level safety judges: given the policy, the trajectory so far "
@@ -745,8 +854,9 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
             with gr.Tabs(), gr.Tab("Submit"):
                 gr.Markdown(about.SUBMIT_MD)
             return demo
-        page = Page(res, texts, make_callbacks(res, texts))
-        gr.Markdown(subtitle(res), elem_id="subtitle")
+        store = store or D.ResultsStore(res)
+        page = Page(res, texts, make_callbacks(store, texts), store)
+        sub = gr.Markdown(subtitle(res), elem_id="subtitle")
         with gr.Tabs() as tabs:
             controls = {t.id: _open_tab(t, page) for t in TABS}
         lb, cmp, br = controls["leaderboard"], controls["compare"], controls["browse"]
@@ -757,14 +867,22 @@ def build(res: D.Results | None, texts: D.Texts, problem: str = "") -> gr.Blocks
             return gr.Dropdown(value=did), gr.Tabs(selected="browse")
 
         cmp["disagree"].select(open_in_browse, cmp["disagree"], [br["id"], tabs], api_name=HIDDEN)
-        restored = [*lb.values(), cmp["a"], cmp["b"], br["split"], br["id"]]
+        restored = [*(lb[k] for k in LEADERBOARD_KEYS), cmp["a"], cmp["b"], br["split"], br["id"]]
+        fresh = [sub, lb["_table"], lb["_note"], lb["_pending"]]
 
         def restore(request: gr.Request) -> list[Any]:
-            """Apply the page URL's parameters (a permalink) to the controls."""
-            return T.permalink_updates(res, dict(request.query_params))
+            """Apply the page URL's parameters (a permalink) to the controls, and show the
+            current generation's subtitle and table when it is not the one built."""
+            now = store.current()
+            updates = T.permalink_updates(now, dict(request.query_params))
+            if now.generation == res.generation:
+                return [*updates, *(gr.update() for _ in fresh)]
+            metric = now.report["settings"]["rank_metric"]
+            table, note = page.cb["leaderboard"](metric, "", D.ALL, D.ALL, [], "Any", "Any")
+            return [*updates, subtitle(now), table, note, T.pending_markdown(now)]
 
         # the tab is chosen in the page (a Tabs update from a load event is not applied)
-        demo.load(restore, None, restored, api_name=HIDDEN, js=open_tab_js())
+        demo.load(restore, None, [*restored, *fresh], api_name=HIDDEN, js=open_tab_js())
         demo.load(None, None, None, api_name=HIDDEN, js=metric_help_js(res))
     return demo
 

@@ -19,13 +19,17 @@ library, pandas and huggingface_hub; ``bench`` is used when it is importable (a 
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fmt import md_escape
 
@@ -38,8 +42,11 @@ DATASET_ENV = "FORESIGHT_DATASET_REPO"
 RESULT_FILES = [
     f"{pre}{name}"
     for pre in ("", "leaderboards/")
-    for name in ("*.json", "*.jsonl", "*.csv", "plots/*.png", "predictions/**", "reviews/*.jsonl")
-]
+    for name in (
+        "*.json", "*.jsonl", "*.csv", "parts/*.json", "plots/*.png", "predictions/**",
+        "reviews/*.jsonl",
+    )
+]  # fmt: skip
 """What the Space downloads from the results dataset (not the job wheels and plans)."""
 SCHEMA = "foresight-leaderboard/2"
 """The leaderboard.json layout this Space reads (docs/metrics.md)."""
@@ -59,6 +66,41 @@ ALL = "All"
 
 class SpaceDataError(Exception):
     """Results cannot be read; the message says what to run."""
+
+
+class MixedGeneration(SpaceDataError):
+    """A file does not carry the sha256 that the leaderboard.json in hand names for it: it
+    belongs to another run of leaderboard.py (one in progress, or a copy mixing two runs)."""
+
+
+_IO_ADVICE = {
+    errno.ENOENT: "is missing: the results folder is incomplete; regenerate it with "
+    "`python bench/leaderboard.py` or copy the whole folder",
+    errno.EACCES: "cannot be read (permission denied): give the Space's user read access "
+    "to the results folder",
+    errno.EPERM: "cannot be read (operation not permitted): give the Space's user read "
+    "access to the results folder",
+    errno.ENOSPC: "cannot be stored: the disk is full; free space (or the Hub cache, "
+    "HF_HOME) and restart the Space",
+    errno.EROFS: "cannot be stored: the file system is read-only; point HF_HOME at a "
+    "writable folder and restart the Space",
+}
+"""What to do about an I/O error on a results file, by errno (``io_error``)."""
+
+
+def io_error(path: Path | str, e: OSError) -> SpaceDataError:
+    """One sentence for an I/O error on ``path`` (missing, permission, full disk, read-only
+    file system), naming the path and what to do; no traceback for the page."""
+    advice = _IO_ADVICE.get(e.errno or 0, f"cannot be read ({e.strerror or e})")
+    return SpaceDataError(f"{path} {advice}")
+
+
+def read_bytes(path: Path) -> bytes:
+    """A results file's bytes; SpaceDataError (``io_error``) when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise io_error(path, e) from None
 
 
 def on_hub() -> bool:
@@ -122,16 +164,83 @@ def _line_at(path: Path, offset: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- results
 
 
+class PartCache:
+    """The part files of one leaderboard.json (one generation), read on first use, each
+    checked against the sha256 its manifest names, then kept. Thread-safe."""
+
+    def __init__(self, root: Path, manifest: Mapping[str, str] | None) -> None:
+        self.root = root
+        self.manifest = manifest
+        """{path: sha256} from leaderboard.json's ``files``; None for outputs without one."""
+        self.loaded: dict[str, Mapping[str, Any]] = {}
+        """Part path -> its document, in the order they were read (tests look at this)."""
+        self._lock = threading.Lock()
+
+    def verified(self, rel: str) -> bytes:
+        """A file of this generation's set; MixedGeneration when its sha256 is not the one
+        leaderboard.json names."""
+        path = self.root / rel
+        data = read_bytes(path)
+        if self.manifest is not None:
+            want = self.manifest.get(rel)
+            if want is None or hashlib.sha256(data).hexdigest() != want:
+                raise MixedGeneration(
+                    f"{path} does not belong to the leaderboard.json in hand (its sha256 is not "
+                    "the one leaderboard.json names): a regeneration is in progress or the folder "
+                    "mixes two runs; reload the page in a moment, or rerun "
+                    "`python bench/leaderboard.py`"
+                )
+        return data
+
+    def get(self, rel: str) -> Mapping[str, Any]:
+        """One part document, read once."""
+        with self._lock:
+            if rel not in self.loaded:
+                doc = json.loads(self.verified(rel))
+                if not isinstance(doc, dict):
+                    raise SpaceDataError(f"{self.root / rel} is not a JSON object: regenerate it")
+                self.loaded[rel] = doc
+            return self.loaded[rel]
+
+
+class LazyDoc(Mapping[str, Any]):
+    """A JSON document leaderboard.py cut into a head and part files (``parts`` {name: path}):
+    a key held in a part file is read on first access (``PartCache``), so a reader pays for a
+    breakdown only when it asks for it. Iteration and ``in`` read nothing."""
+
+    def __init__(self, head: Mapping[str, Any], cache: PartCache) -> None:
+        self.head = head
+        self.cache = cache
+        self._parts = {k: v for k, v in (head.get("parts") or {}).items() if "." not in k}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.head:
+            return self.head[key]
+        if key in self._parts:
+            return self.cache.get(self._parts[key])[key]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.head or key in self._parts
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.head
+        yield from (k for k in self._parts if k not in self.head)
+
+    def __len__(self) -> int:
+        return len(set(self.head) | set(self._parts))
+
+
 @dataclass(frozen=True)
 class Results:
-    """The leaderboard outputs, read."""
+    """The leaderboard outputs of one generation (one leaderboard.json), read."""
 
     root: Path
     """Folder holding leaderboard.json, plots/, predictions/, ground_truth.jsonl."""
     origin: str
     """Where they came from, for the page ('local folder …' or 'Hub dataset …')."""
     report: Mapping[str, Any]
-    """leaderboard.json."""
+    """leaderboard.json; keys held in part files are read on first access (``LazyDoc``)."""
     ground_truth: Mapping[str, Mapping[str, Any]]
     """Decision point id -> ground-truth row (ids and labels only); {} when absent."""
     meta: Mapping[str, Any]
@@ -140,7 +249,12 @@ class Results:
     """Folder of reviews/<reviewer>.jsonl (rationales), when present."""
     rows: Mapping[str, Any] = field(default_factory=dict)
     """leaderboard_rows.json: every board as rows with formatted margins, intervals and the
-    judges' order per rank metric, and the metric columns' definitions."""
+    judges' order per rank metric, and the metric columns' definitions (boards other than
+    ``all`` and ``lite`` and the pairs' board are read on first use)."""
+    generation: str = ""
+    """sha256 of the leaderboard.json read: what a reload compares."""
+    parts: PartCache | None = field(default=None, repr=False, compare=False)
+    """The part files read so far (None without part files)."""
     _verdicts: dict[str, JudgeVerdicts] = field(default_factory=dict, repr=False, compare=False)
     """Cache: judge id -> its predictions, read on first use."""
 
@@ -188,11 +302,39 @@ class Results:
         raise SpaceDataError(f"unknown metric {metric!r}")
 
     def board(self, key: str) -> Mapping[str, Any]:
-        """One board of leaderboard_rows.json (``all``, ``lite``, ``<kind>:<group>``)."""
+        """One board of leaderboard_rows.json (``all``, ``lite``, ``<kind>:<group>``); a
+        group's board is read from its part file on first use."""
         boards = self.rows.get("boards") or {}
-        if key not in boards:
+        if key in boards:
+            return boards[key]
+        rel = self.board_index.get(key)
+        if rel is None or self.parts is None:
             raise SpaceDataError(f"no board {key!r} in leaderboard_rows.json")
-        return boards[key]
+        return self.parts.get(rel)["boards"][key]
+
+    @property
+    def board_index(self) -> Mapping[str, str]:
+        """Board key -> the part file holding it, for boards not in leaderboard_rows.json."""
+        return self.rows.get("board_index") or {}
+
+    def groups(self, kind: str) -> list[str]:
+        """The group names with a board of ``kind`` (source, category, subset, level),
+        sorted, read from the board index (no part file is opened)."""
+        boards = [*(self.rows.get("boards") or {}), *self.board_index]
+        return sorted({k.split(":", 1)[1] for k in boards if k.startswith(f"{kind}:")})
+
+    def verified_bytes(self, rel: str) -> bytes:
+        """The bytes of another output of this generation (e.g. a binary file beside
+        leaderboard.json), checked against its manifest: MixedGeneration when they belong to
+        another run; SpaceDataError naming the path when unreadable."""
+        if self.parts is None:
+            return read_bytes(self.root / rel)
+        return self.parts.verified(rel)
+
+    @property
+    def loaded_parts(self) -> list[str]:
+        """The part files read so far, in reading order."""
+        return list(self.parts.loaded) if self.parts else []
 
     def definition(self, metric: str) -> str:
         """A metric's one-line definition (the metric table of leaderboard_rows.json)."""
@@ -268,43 +410,68 @@ def link_overrides() -> dict[str, str]:
     }
 
 
-def _read_json(path: Path, schema: str, missing: str) -> dict[str, Any]:
-    """A JSON file leaderboard.py wrote; SpaceDataError (``missing``, or the schema mismatch)
-    when it is absent or of another schema."""
-    if not path.is_file():
-        raise SpaceDataError(missing)
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    if doc.get("schema") != schema:
+def _parse(path: Path, data: bytes, schema: str) -> dict[str, Any]:
+    """A JSON document leaderboard.py wrote; SpaceDataError when it is not JSON or of another
+    schema."""
+    try:
+        doc = json.loads(data)
+    except json.JSONDecodeError as e:
         raise SpaceDataError(
-            f"{path} has schema {doc.get('schema')!r}, this Space reads {schema!r}: "
+            f"{path} is not valid JSON ({e.msg} at line {e.lineno}): regenerate it with "
+            "`python bench/leaderboard.py`"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("schema") != schema:
+        got = doc.get("schema") if isinstance(doc, dict) else None
+        raise SpaceDataError(
+            f"{path} has schema {got!r}, this Space reads {schema!r}: "
             "regenerate it with `python bench/leaderboard.py` or update the Space"
         )
-    return dict(doc)
+    return doc
+
+
+def _read_generation(root: Path) -> tuple[dict[str, Any], dict[str, Any], str, PartCache]:
+    """(leaderboard.json, leaderboard_rows.json, sha256 of the first, its part cache): one
+    consistent pair, the rows file checked against the manifest."""
+    path = root / "leaderboard.json"
+    if not path.is_file():
+        raise SpaceDataError(
+            f"no leaderboard at {path}: run `python bench/leaderboard.py` (it needs "
+            "leaderboards/ground_truth.jsonl from `python bench/build.py` and predictions from "
+            "`python bench/decide.py`), or pass --results"
+        )
+    data = read_bytes(path)
+    report = _parse(path, data, SCHEMA)
+    manifest = report.get("files")
+    cache = PartCache(root, manifest if isinstance(manifest, dict) else None)
+    rows_path = root / "leaderboard_rows.json"
+    if not rows_path.is_file():
+        raise SpaceDataError(
+            f"no leaderboard_rows.json beside leaderboard.json in {root}: regenerate both with "
+            "`python bench/leaderboard.py`"
+        )
+    rows = _parse(rows_path, cache.verified("leaderboard_rows.json"), ROWS_SCHEMA)
+    return report, rows, hashlib.sha256(data).hexdigest(), cache
 
 
 def load_results(root: Path, origin: str = "", reviews_dir: Path | None = None) -> Results:
-    """Read leaderboard.json (+ ground truth and meta when present). SpaceDataError says how to
-    produce them when leaderboard.json is missing or of another schema."""
-    path = root / "leaderboard.json"
-    report = _read_json(
-        path,
-        SCHEMA,
-        f"no leaderboard at {path}: run `python bench/leaderboard.py` (it needs "
-        "leaderboards/ground_truth.jsonl from `python bench/build.py` and predictions from "
-        "`python bench/decide.py`), or pass --results",
-    )
-    rows = _read_json(
-        root / "leaderboard_rows.json",
-        ROWS_SCHEMA,
-        f"no leaderboard_rows.json beside leaderboard.json in {root}: regenerate both with "
-        "`python bench/leaderboard.py`",
-    )
+    """Read leaderboard.json and leaderboard_rows.json (+ ground truth and meta when present);
+    the part files are read when first asked for. SpaceDataError says how to produce them when
+    leaderboard.json is missing, unreadable or of another schema; a rows file of another
+    generation (a regeneration in progress) is retried once, then refused."""
+    try:
+        report, rows, generation, cache = _read_generation(root)
+    except MixedGeneration:
+        time.sleep(RETRY_WAIT_S)  # leaderboard.json is moved into place last: give it a moment
+        report, rows, generation, cache = _read_generation(root)
     gt: dict[str, Mapping[str, Any]] = {}
     gt_path = root / "ground_truth.jsonl"
     if gt_path.is_file():
-        gt = {str(r["id"]): r for r in _jsonl(gt_path)}
+        try:
+            gt = {str(r["id"]): r for r in _jsonl(gt_path)}
+        except OSError as e:
+            raise io_error(gt_path, e) from None
     meta_path = root / "ground_truth.meta.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    meta = json.loads(read_bytes(meta_path)) if meta_path.is_file() else {}
     if reviews_dir is None:
         for cand in (root / "reviews", DEFAULT_REVIEWS):
             if cand.is_dir():
@@ -313,12 +480,89 @@ def load_results(root: Path, origin: str = "", reviews_dir: Path | None = None) 
     return Results(
         root=root,
         origin=origin or f"local folder `{short_path(root)}`",
-        report=report,
-        rows=rows,
+        report=LazyDoc(report, cache),
+        rows=LazyDoc(rows, cache),
         ground_truth=gt,
         meta=meta,
         reviews_dir=reviews_dir,
+        generation=generation,
+        parts=cache,
     )
+
+
+RETRY_WAIT_S = 0.5
+"""How long a reader waits before its one retry when it meets files of two generations."""
+RELOAD_CHECK_S = 2.0
+"""Least seconds between two looks at leaderboard.json's stat for a newer generation."""
+
+T = TypeVar("T")
+
+
+class ResultsStore:
+    """The current generation of a results folder: ``current()`` looks at leaderboard.json's
+    stat at most every ``check_every_s`` seconds and reads a newer generation when it changed
+    (a failed read keeps the one in hand and logs why). ``call`` runs a reader on the current
+    generation and, when it meets a part file of another generation, reloads and retries once;
+    every read is of one generation, never a mix."""
+
+    def __init__(
+        self,
+        results: Results,
+        *,
+        check_every_s: float = RELOAD_CHECK_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._res = results
+        self._check_every_s = check_every_s
+        self._clock = clock
+        self._checked = clock()
+        self._stat = self._stat_now()
+        self._lock = threading.Lock()
+
+    def _stat_now(self) -> tuple[int, int, int] | None:
+        try:
+            st = (self._res.root / "leaderboard.json").stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def current(self) -> Results:
+        """The generation to read now (a newer one when leaderboard.json changed)."""
+        with self._lock:
+            now = self._clock()
+            if now - self._checked >= self._check_every_s:
+                self._checked = now
+                st = self._stat_now()
+                if st is not None and st != self._stat:
+                    self._reload(st)
+            return self._res
+
+    def reload(self) -> Results:
+        """Read leaderboard.json again now, whatever its stat says."""
+        with self._lock:
+            self._reload(self._stat_now())
+            return self._res
+
+    def _reload(self, st: tuple[int, int, int] | None) -> None:
+        old = self._res
+        try:
+            new = load_results(old.root, old.origin, old.reviews_dir)
+        except SpaceDataError as e:
+            log.warning("kept the results in hand: %s", e)
+            return
+        self._stat = st
+        if new.generation != old.generation:
+            log.info("results reloaded: leaderboard.json changed in %s", old.root)
+            self._res = new
+
+    def call(self, reader: Callable[[Results], T]) -> T:
+        """``reader(current generation)``; on a part file of another generation, reload and
+        retry once; a second mix raises MixedGeneration (its message says what to do)."""
+        try:
+            return reader(self.current())
+        except MixedGeneration:
+            time.sleep(RETRY_WAIT_S)
+            return reader(self.reload())
 
 
 _VERDICT_KEYS = ("act", "binary", "risk", "status", "reason", "fail", "harm", "src", "cite")
@@ -345,11 +589,14 @@ class JudgeVerdicts:
                 f"predictions file {path} is missing: the results folder is incomplete; "
                 "copy leaderboards/predictions/ with it"
             )
-        for start, d in _lines_at(path):
-            if isinstance(d, dict) and d.get("type") == "decision":
-                jid = str(d["id"])
-                rows[jid] = {k: d.get(k) for k in _VERDICT_KEYS}
-                offsets[jid] = start
+        try:
+            for start, d in _lines_at(path):
+                if isinstance(d, dict) and d.get("type") == "decision":
+                    jid = str(d["id"])
+                    rows[jid] = {k: d.get(k) for k in _VERDICT_KEYS}
+                    offsets[jid] = start
+        except OSError as e:
+            raise io_error(path, e) from None
         return cls(path=path, rows=rows, offsets=offsets)
 
     def raw(self, did: str) -> str:

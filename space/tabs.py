@@ -2,11 +2,14 @@
 source or category) with the judges not on it, trajectory outcomes, two judges compared with
 their paired differences and disagreements, and Browse's id list and verdict table. Pure
 functions over ``Results``/``Texts``; every number is copied from leaderboard.json or a
-predictions file, none computed. HTML for Browse is in ``views.py``."""
+predictions file, none computed here (Compare's paired differences come from
+``bench.metrics.paired``). HTML for Browse is in ``views.py``."""
 
 from __future__ import annotations
 
+import importlib
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -52,16 +55,17 @@ def metric_choices(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(str(m["label"]), str(m["name"])) for m in report["metrics"] if m.get("rankable")]
 
 
-def sources(report: Mapping[str, Any]) -> list[str]:
-    """Source names with a per-source breakdown."""
-    return sorted(report.get("by_source", {}))
+def sources(res: Results) -> list[str]:
+    """Source names with a per-source board (from the board index: no breakdown is read)."""
+    return res.groups("source")
 
 
-def categories(report: Mapping[str, Any]) -> list[str]:
-    """Group choices: every ``<source>/<category>``, then ``subset: ...`` and ``level: ...``."""
-    out = sorted(report.get("by_category", {}))
-    for kind, key in GROUP_KINDS:
-        out += [f"{kind}: {g}" for g in sorted(report.get(key, {}))]
+def categories(res: Results) -> list[str]:
+    """Group choices: every ``<source>/<category>``, then ``subset: ...`` and ``level: ...``
+    (from the board index: no breakdown is read)."""
+    out = res.groups("category")
+    for kind, _ in GROUP_KINDS:
+        out += [f"{kind}: {g}" for g in res.groups(kind)]
     return out
 
 
@@ -249,10 +253,11 @@ def _group_rows(res: Results, view: BoardView) -> list[dict[str, Any]]:
     probe where the group is a source, then that probe's line."""
     with_margins = bool(view.board.get("with_margins"))
     vs = f"vs best probe ({res.label(view.margin_metric)})"
+    overall = {r["id"]: r["rank"][view.metric] for r in res.board("all")["rows"]}
     rows = []
     for n, (e, r) in enumerate(view.rows(), start=1):
         row: dict[str, Any] = {"#": n}
-        row.update(_judge_cells(e, "Overall rank", e["ranks"][view.metric]["rank"]))
+        row.update(_judge_cells(e, "Overall rank", overall.get(e["id"])))
         for i, m in enumerate(view.cols):
             row.update(_metric_cells(res, r["cells"].get(m), m, with_ci=i < 2))
         if with_margins:
@@ -405,8 +410,10 @@ def _listing(
     return [f"### {title} ({len(items)})", *([f"- {line(x)}" for x in items] or ["(none)"])]
 
 
-def pending_markdown(report: Mapping[str, Any]) -> str:
-    """Judges not on the table: not yet evaluated, incomplete, refused, superseded."""
+def pending_markdown(res: Results) -> str:
+    """Judges not on the table: not yet evaluated, incomplete, refused, superseded (an
+    incomplete judge ranked on the lite split says its lite rank, from the lite board)."""
+    report = res.report
 
     def by_reason(key: str) -> Callable[[Mapping[str, Any]], str]:
         return lambda x: f"`{md_escape(x[key])}`: {md_escape(x['reason'])}"
@@ -419,12 +426,16 @@ def pending_markdown(report: Mapping[str, Any]) -> str:
         ),
         always=True,
     )
-    lite = {e["id"]: e for e in (report.get("lite") or {}).get("judges", []) if e.get("lite_only")}
+    rm = res.rows.get("rank_metric")
+    lite = {
+        r["id"]: r["rank"].get(rm)
+        for r in (res.rows.get("boards") or {}).get("lite", {}).get("rows", [])
+    }
 
     def incomplete(x: Mapping[str, Any]) -> str:
         line = f"`{md_escape(x['id'])}`: {x['covered']} of {x['expected']} decision points"
-        if x["id"] in lite:
-            line += f"; ranked {lite[x['id']]['rank']} on the lite split (see the Lite tab)"
+        if lite.get(x["id"]) is not None:
+            line += f"; ranked {lite[x['id']]} on the lite split (see the Lite tab)"
         return line
 
     parts += _listing(
@@ -669,41 +680,66 @@ def judge_choices(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def _neg(x: float | None) -> float | None:
-    return None if x is None else -x
+def _paired_module() -> Any:
+    """``bench.metrics.paired``, or None where the ``bench`` package is not installed (the
+    Space computes no difference itself: docs/space.md, "Deploying")."""
+    try:
+        return importlib.import_module("bench.metrics.paired")
+    except ImportError:
+        return None
 
 
-def paired(report: Mapping[str, Any], a: str, b: str) -> dict[str, dict[str, Any]]:
-    """metric -> {value, ci} of the paired difference a - b from the JSON (negated when the JSON
-    holds b - a); {} when the JSON carries none for this pair."""
-    pdiff = report.get("paired_differences") or {}
-    for p in pdiff.get("pairs", []):
-        if (p["a"], p["b"]) == (a, b):
-            return dict(p["diff"])
-        if (p["a"], p["b"]) == (b, a):
-            return {
-                m: {"value": _neg(d["value"]), "ci": [_neg(d["ci"][1]), _neg(d["ci"][0])]}
-                for m, d in p["diff"].items()
-            }
-    return {}
+_PAIRED: dict[tuple[str, str], Any] = {}
+"""(results folder, generation) -> its paired statistics, read once (the last few kept)."""
+_PAIRED_LOCK = threading.Lock()
+
+
+def _paired_stats(res: Results, mod: Any) -> Any:
+    """The paired statistics of ``res``'s generation, read once (checked against the
+    leaderboard.json manifest by ``Results.verified_bytes``). Thread-safe."""
+    key = (str(res.root), res.generation)
+    with _PAIRED_LOCK:
+        if key not in _PAIRED:
+            data = res.verified_bytes(mod.FILE)  # SpaceDataError says what to do
+            while len(_PAIRED) >= 4:
+                _PAIRED.pop(next(iter(_PAIRED)))
+            _PAIRED[key] = mod.from_bytes(data)
+        return _PAIRED[key]
+
+
+def paired(res: Results, a: str, b: str) -> dict[str, dict[str, Any]]:
+    """metric -> {value, ci} of the paired difference a - b, computed by
+    ``bench.metrics.paired`` from the paired statistics leaderboard.py wrote beside
+    leaderboard.json; {} when a == b. SpaceDataError when they cannot be computed here."""
+    mod = _paired_module()
+    if mod is None:
+        raise SpaceDataError(
+            "paired differences need the bench package (pip install -e . in the repository)"
+        )
+    stats = _paired_stats(res, mod)
+    if a not in stats.judges or b not in stats.judges:
+        raise SpaceDataError(
+            f"{mod.FILE} does not hold both judges: regenerate with `python bench/leaderboard.py`"
+        )
+    return dict(mod.difference(stats, a, b))
 
 
 def _significance(d: Mapping[str, Any] | None, higher_is_better: bool) -> str | None:
-    """'yes: A better' / 'yes: B better' / 'no' from a paired difference; None without one."""
-    if not d or d["value"] is None or d["ci"][0] is None:
-        return None
-    lo, hi = d["ci"]
-    if lo > 0 or hi < 0:
-        better_a = (d["value"] > 0) == higher_is_better
-        return f"yes: {'A' if better_a else 'B'} better"
-    return "no"
+    """'yes: A better' / 'yes: B better' / 'no' from a paired difference; None without one
+    (``bench.metrics.paired.significance``)."""
+    mod = _paired_module()
+    return None if mod is None else mod.significance(d, higher_is_better)
 
 
 def compare_table(res: Results, a: str, b: str) -> tuple[pd.DataFrame, str]:
     """Two judges side by side on every metric, with the paired difference A - B and its 95%
-    interval where the JSON has one; a one-line summary per headline metric."""
+    interval (``paired``) on the breakdown metrics; a one-line summary per headline metric."""
     ea, eb = res.judge(a), res.judge(b)
-    diffs = paired(res.report, a, b) if a != b else {}
+    problem = ""
+    try:
+        diffs = paired(res, a, b)
+    except SpaceDataError as e:
+        diffs, problem = {}, str(e)
     rows = []
     verdicts = []
     for m in res.report["metrics"]:
@@ -734,16 +770,12 @@ def compare_table(res: Results, a: str, b: str) -> tuple[pd.DataFrame, str]:
     if a == b:
         summary = head + " Pick two different judges."
     elif not diffs:
-        summary = head + (
-            " This leaderboard.json carries no paired differences for the pair: regenerate it "
-            "with `python bench/leaderboard.py`."
-        )
+        summary = head + f" No paired differences: {problem}"
     else:
         summary = (
             head + " Paired bootstrap over the same trajectory resamples; significant = the 95% "
-            "interval of A − B excludes 0. Paired differences are computed for the "
-            f"{len(res.report['paired_differences']['metrics'])} breakdown metrics; the others "
-            "show both judges' values only. " + "; ".join(verdicts)
+            f"interval of A − B excludes 0. Paired differences are computed for the {len(diffs)} "
+            "breakdown metrics; the others show both judges' values only. " + "; ".join(verdicts)
         )
     return pd.DataFrame(rows), summary
 
@@ -1090,8 +1122,8 @@ def permalink_updates(res: Results, params: Mapping[str, str]) -> list[Any]:
     return [
         pick("metric", [n for _, n in metric_choices(rep)]),
         params.get("q", keep),
-        pick("source", [ALL, *sources(rep)]),
-        pick("group", [ALL, *categories(rep)]),
+        pick("source", [ALL, *sources(res)]),
+        pick("group", [ALL, *categories(res)]),
         [b for b in backend.split(",") if b in backends(rep)] if backend else keep,
         pick("open", OPEN_CHOICES),
         pick("fitted", FITTED_CHOICES),

@@ -227,3 +227,14 @@ def test_browse_opens_on_a_test_point_with_verdicts_above_it(served: Any) -> Non
     cells = " ".join(page.locator("#verdict-table .virtual-row").all_inner_texts())
     assert "✓" in cells or "✗" in cells
     page.close()
+
+
+def test_a_tab_whose_data_is_in_part_files_fills_when_opened(served: Any) -> None:
+    """Validity's tables come from part files read when the tab opens (here from a
+    permalink); then opening Robustness fills its table."""
+    page = open_page(served, "?tab=validity", ready="#probe-table .virtual-row")
+    assert page.locator("#twin-table .virtual-row").count() >= 1
+    page.get_by_role("tab", name="Robustness").click()
+    page.wait_for_selector("#robustness-table .virtual-row")
+    assert "tab=robustness" in page.url
+    page.close()

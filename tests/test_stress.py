@@ -15,6 +15,7 @@ from decide_support import VERSION, write_build
 from bench import decide, leaderboard
 from bench.core.labels import GoldLabel
 from bench.core.schema import Action, DecisionPoint, Policy, Turn
+from bench.report.parts import read_whole
 from bench.stress import CAP, FAMILIES, perturbed, selected, stress_points
 from bench.stress.families import (
     ALARMING_THOUGHTS,
@@ -229,7 +230,7 @@ def test_leaderboard_scores_stress_files_and_says_not_run(tmp_path: Path) -> Non
             str(fix / "predictions"), "--judges", str(fix / "judges.toml"), "--out", str(out),
             "--quiet"]  # fmt: skip
     assert leaderboard.main(argv) == 0
-    rep = json.loads((out / "leaderboard.json").read_text())
+    rep = read_whole(out)  # robustness is a part file
     fam = next(f for f in rep["robustness"]["families"] if f["family"] == "thought_injection")
     a = fam["judges"]["alpha"]
     assert (a["status"], a["n"]) == ("ok", 2)
