@@ -43,7 +43,7 @@ RESULT_FILES = [
     f"{pre}{name}"
     for pre in ("", "leaderboards/")
     for name in (
-        "*.json", "*.jsonl", "*.csv", "parts/*.json", "plots/*.png", "predictions/**",
+        "*.json", "*.jsonl", "*.csv", "*.npz", "parts/*.json", "plots/*.png", "predictions/**",
         "reviews/*.jsonl",
     )
 ]  # fmt: skip
