@@ -344,10 +344,18 @@ class Results:
         return ""
 
     def plot(self, key: str) -> str | None:
-        """Path of the PNG leaderboard.json names under ``plots[key]``, when the file exists."""
+        """Path of the PNG leaderboard.json names under ``plots[key]``, when the file exists
+        and is the one its manifest names (a plot of another run is not shown)."""
         rel = self.report.get("plots", {}).get(key)
         p = self.root / rel if rel else None
-        return str(p) if p and p.is_file() else None
+        if not p or not p.is_file():
+            return None
+        try:
+            self.verified_bytes(str(rel))
+        except SpaceDataError as e:
+            log.warning("plot not shown: %s", e)
+            return None
+        return str(p)
 
     def redistributable(self, source: str) -> bool:
         """Whether the ground truth's meta says the source may be redistributed (unknown: no)."""

@@ -123,6 +123,9 @@ def test_a_part_of_another_generation_is_refused(results: Path, tmp_path: Path) 
     store = D.ResultsStore(res, check_every_s=0.0)
     with pytest.raises(D.MixedGeneration, match="reload the page in a moment"):
         store.call(lambda r: r.report["by_source"])  # retried once after a reload: still mixed
+    assert res.plot("roc")  # a plot of this run is shown, one of another run is not
+    shutil.copy(other / "plots" / "shortcuts.png", results / "plots" / "roc.png")
+    assert res.plot("roc") is None and res.plot("reliability")
     # the rows file of another run beside this leaderboard.json: refused at load, after a retry
     shutil.copy(other / "leaderboard_rows.json", results / "leaderboard_rows.json")
     with pytest.raises(D.MixedGeneration, match="leaderboard_rows.json does not belong"):
