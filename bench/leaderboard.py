@@ -7,6 +7,8 @@
                                            # and plots/*.png
     python bench/leaderboard.py --check    # exits 1 when the committed outputs are stale
     python bench/leaderboard.py --withhold-raw  # empty R-Judge raw outputs before committing
+    python bench/leaderboard.py --compare A B   # paired differences A - B with 95% intervals,
+                                                # from the written paired_stats.npz
 
 The headline is the mean over the upstream sources of each source's figure (macro), ranked in
 tie groups; shortcut probes (judges.toml rows with role = "probe") are reference lines, never
@@ -17,7 +19,8 @@ Reads ``leaderboards/ground_truth.jsonl`` (+ ``.meta.json``), ``leaderboards/pre
 <judge>/<dataset_version>/<config_hash>.jsonl``, ``judges.toml`` (optional: display names,
 prices, and the "not yet evaluated" list) and ``leaderboards/cost_matrix.toml``. The output is a
 pure function of those files: same inputs, same bytes. The JSON layouts are documented in
-docs/metrics.md; the Space reads only leaderboard.json and leaderboard_rows.json.
+docs/metrics.md; the Space reads only leaderboard.json and leaderboard_rows.json, and
+paired_stats.npz (every judge's per-trajectory counts) for a paired comparison of two judges.
 """
 
 from __future__ import annotations
@@ -47,12 +50,14 @@ from bench.core.paths import (
     REPO_ROOT,
 )
 from bench.core.script import setup_logging
+from bench.metrics import paired
 from bench.metrics.inputs import load_cost_matrix
+from bench.metrics.spec import PAIRED_METRICS, SPEC
 from bench.metrics.stats import RANK_METRICS, check_rank_metric
 from bench.report.check import compare
 from bench.report.inputs import discover, discover_stress, load_ground_truth, load_judges
 from bench.report.publish import plan_upload, push_results, withhold_in_place
-from bench.report.report import build_report
+from bench.report.report import build_outputs
 from bench.report.rows import margin
 from bench.report.tables import OUTPUT_TEXTS, fmt_ci, render_all
 
@@ -162,19 +167,27 @@ def _parser() -> argparse.ArgumentParser:
         "that may not be redistributed (R-Judge) in the predictions files: run it before "
         "committing predictions of a generative judge",
     )
+    ap.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="print the paired differences A - B (95%% intervals) from the paired_stats.npz "
+        "under --out; nothing is regenerated",
+    )
     ap.add_argument("--quiet", action="store_true", help="warnings only")
     return ap
 
 
 def _report(
     args: argparse.Namespace, rows: list[dict[str, Any]], meta: dict[str, Any]
-) -> dict[str, Any]:
-    """Discover the predictions files of this dataset version and build the report."""
+) -> tuple[dict[str, Any], paired.PairedStats]:
+    """Discover the predictions files of this dataset version and build the report and the
+    paired statistics."""
     files, refused, superseded = discover(args.predictions, str(meta["dataset_version"]))
     stress, stress_stale = discover_stress(args.predictions, str(meta["dataset_version"]), files)
     for r in refused:
         log.warning("refused %s: %s", r["path"], r["reason"])
-    return build_report(
+    return build_outputs(
         rows,
         meta,
         files,
@@ -191,10 +204,15 @@ def _report(
     )
 
 
-def _check(report: dict[str, Any], out: Path) -> int:
+def _binaries(stats: paired.PairedStats) -> dict[str, bytes]:
+    """The binary outputs: the paired statistics."""
+    return {paired.FILE: paired.to_bytes(stats)}
+
+
+def _check(report: dict[str, Any], stats: paired.PairedStats, out: Path) -> int:
     """--check: 1 when a committed output under ``out`` differs from the fresh one."""
     with tempfile.TemporaryDirectory() as tmp:
-        render_all(report, Path(tmp))
+        render_all(report, Path(tmp), _binaries(stats))
         diffs, worst = compare(Path(tmp), out)
     if diffs:
         for d in diffs:
@@ -233,11 +251,35 @@ def _summary(report: dict[str, Any], metric: str) -> None:
         print(f"{rank:>5}  {e['display_name']:<32} {metric} {value}{vs}  [{per}]")
 
 
+def compare_judges(out: Path, a: str, b: str) -> str:
+    """--compare: the paired differences A - B of every PAIRED_METRICS headline figure with
+    their 95% intervals, from ``out``/paired_stats.npz (IntegrityError when it is missing or
+    lacks a judge)."""
+    stats = paired.read(out / paired.FILE)
+    diffs = paired.difference(stats, a, b)
+    pct = round(100 * stats.confidence)
+    lines = [
+        f"A = {a}, B = {b}: headline (mean over {', '.join(stats.headline)}), paired bootstrap "
+        f"of {stats.resamples} trajectory resamples (seed {stats.seed})",
+        f"{'metric':<20} {'A - B':>8}  {f'{pct}% interval':<18} significant",
+    ]
+    for m in PAIRED_METRICS:
+        d = diffs.get(m) or {"value": None, "ci": [None, None]}
+        spec = SPEC[m]
+        ci = f"[{spec.format(d['ci'][0])}, {spec.format(d['ci'][1])}]"
+        sig = paired.significance(d, spec.higher_is_better) or "–"
+        lines.append(f"{spec.short:<20} {spec.format(d['value']):>8}  {ci:<18} {sig}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Regenerate (or --check) every leaderboard output."""
+    """Regenerate (or --check) every leaderboard output, or --compare two judges."""
     args = _parser().parse_args(argv)
     setup_logging(args.quiet)
     check_rank_metric(args.metric)
+    if args.compare:
+        print(compare_judges(args.out, *args.compare))
+        return 0
     if not args.ground_truth.is_file() and args.check:
         print(f"leaderboard --check: no ground truth at {args.ground_truth} yet; nothing to check")
         return 0
@@ -247,10 +289,10 @@ def main(argv: list[str] | None = None) -> int:
         for path, n in changed.items():
             log.info("withheld the raw output of %d decisions in %s", n, path)
         print(f"withheld raw outputs in {len(changed)} predictions files")
-    report = _report(args, rows, meta)
+    report, stats = _report(args, rows, meta)
     if args.check:
-        return _check(report, args.out)
-    written = render_all(report, args.out)
+        return _check(report, stats, args.out)
+    written = render_all(report, args.out, _binaries(stats))
     log.info("wrote %d files under %s", len(written), args.out)
     if args.push_to_hub:
         return _publish(args, str(meta["dataset_version"]), meta)

@@ -1,7 +1,7 @@
 """Publishing the leaderboard's results to a Hub dataset repository, in one commit.
 
 ``plan_upload`` lists what goes up, from the leaderboards folder:
-- every table, ``leaderboard.json`` and the plots;
+- every table, ``leaderboard.json``, the paired statistics and the plots;
 - the ground truth (ids and labels only) and the reward matrix;
 - every predictions file for the ground truth's dataset version, stress files included.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from bench.dataset.hub import PublishError, PushResult
 from bench.judging import backends, predictions
-from bench.report.tables import OUTPUT_TEXTS
+from bench.report.tables import OUTPUT_BINARIES, OUTPUT_TEXTS
 from bench.sources.licence import may_redistribute
 
 EXTRA_FILES = ("ground_truth.jsonl", "ground_truth.meta.json", "cost_matrix.toml")
@@ -143,7 +143,7 @@ def plan_upload(
     and the predictions under ``pred_dir`` (as ``predictions/...``)."""
     withheld = withheld_sources(meta)
     files: list[Upload] = []
-    names: Iterable[str] = (*OUTPUT_TEXTS, *EXTRA_FILES)
+    names: Iterable[str] = (*OUTPUT_TEXTS, *OUTPUT_BINARIES, *EXTRA_FILES)
     for name in names:
         p = folder / name
         if p.is_file():

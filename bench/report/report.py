@@ -20,10 +20,13 @@ files, the judges.toml rows and the reward matrix. It scores every complete judg
   there, judges with lite predictions only among them, and the lite-vs-full agreement;
 - **robustness** (``bench.report.robustness``): every judge on the stress families' perturbed
   points against itself on the originals;
-- paired differences of every two judges for the Space's Compare tab.
-
 Probes (``role = "probe"``) are scored everywhere but never ranked. Every table and plot is
 rendered from this dict alone (``bench.report.tables``, ``bench.report.plots``).
+
+Beside the dict, ``build_outputs`` returns the paired statistics (``bench.metrics.paired``):
+every judge's per-trajectory counts, from which the paired difference of any two judges is
+computed when asked (the Space's Compare tab, ``leaderboard.py --compare``). The board itself
+makes only the comparisons its tie groups need, at most one per judge and rank metric.
 """
 
 from __future__ import annotations
@@ -39,13 +42,13 @@ from bench.core.jsonl import canonical_json
 from bench.core.labels import ACTS
 from bench.core.verdict import ASK_UNSAFE_AT
 from bench.judging.specs import unpinned
-from bench.metrics.bootstrap import Bootstrap, Rank, paired_interval, tie_groups
+from bench.metrics.bootstrap import Bootstrap, Rank, tie_groups
 from bench.metrics.inputs import CostMatrix, InvalidPolicy
+from bench.metrics.paired import PairedStats
 from bench.metrics.point import cost_per_thousand, latency_percentiles
 from bench.metrics.spec import (
     HIGHER_IS_BETTER,
     METRICS,
-    PAIRED_METRICS,
     RANK_METRICS,
     SHORTCUT_METRICS,
     SPECS,
@@ -533,7 +536,7 @@ def _hard_subsets(
     }
 
 
-def build_report(
+def build_outputs(
     gt_rows: Sequence[Mapping[str, Any]],
     meta: Mapping[str, Any],
     files: Mapping[str, PredictionFile],
@@ -550,16 +553,17 @@ def build_report(
     seed: int = SEED,
     gt_sha256: str = "",
     links: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The whole leaderboard as one JSON-able dict (layout in docs/metrics.md). Pure.
-    ``links``: the project's pages (repository, judges.toml, pull requests), when known."""
+) -> tuple[dict[str, Any], PairedStats]:
+    """(the whole leaderboard as one JSON-able dict, layout in docs/metrics.md; the paired
+    statistics of every judge and probe, ``bench.metrics.paired``). Pure. ``links``: the
+    project's pages (repository, judges.toml, pull requests), when known."""
     check_rank_metric(rank_metric)
     settings = Settings(cost, policy, resamples, seed)
     board = _score_board(gt_rows, meta, files, judges, settings, rank_metric)
     sc, h, everyone = board.scoring.sc, board.scoring.h, board.everyone
     sources = h.sources
     hard_subsets = _hard_subsets(gt_rows, meta, board, files, judges, settings)
-    return {
+    report = {
         "schema": SCHEMA,
         "dataset_version": board.version,
         "generated_at": _generated_at(files),
@@ -590,7 +594,6 @@ def build_report(
         **hard_subsets,
         "robustness": robustness(sc, stress or {}, everyone, sources, policy, seed, stress_stale),
         "not_yet_evaluated": _not_yet(judges, files),
-        "paired_differences": paired_differences(h.point, h.boot, everyone),
         "incomplete": sc.incomplete,
         "refused": list(refused),
         "superseded": list(superseded),
@@ -607,23 +610,36 @@ def build_report(
             )  # fmt: skip
         },
     }
+    return report, paired_stats(board, settings)
 
 
-def paired_differences(
-    points: Mapping[str, Mapping[str, float]], boot: Bootstrap, order: Sequence[str]
+def build_report(
+    gt_rows: Sequence[Mapping[str, Any]],
+    meta: Mapping[str, Any],
+    files: Mapping[str, PredictionFile],
+    judges: Mapping[str, JudgeInfo],
+    cost: CostMatrix,
+    **options: Any,
 ) -> dict[str, Any]:
-    """Every pair (a, b) of scored judges, a before b in table order: the difference a - b of
-    each PAIRED_METRICS headline figure with its paired bootstrap interval (for the Space's
-    Compare tab; b - a is the negation). Pure."""
-    pairs = []
-    for i, a in enumerate(order):
-        for b in order[i + 1 :]:
-            diffs = {}
-            for m in PAIRED_METRICS:
-                d = points[a][m] - points[b][m]
-                diffs[m] = {
-                    "value": rnd(d),
-                    "ci": [rnd(v) for v in paired_interval(boot, a, b, m)],
-                }
-            pairs.append({"a": a, "b": b, "diff": diffs})
-    return {"metrics": list(PAIRED_METRICS), "pairs": pairs}
+    """The whole leaderboard as one JSON-able dict (``build_outputs`` without the paired
+    statistics; same keyword options). Pure."""
+    return build_outputs(gt_rows, meta, files, judges, cost, **options)[0]
+
+
+def paired_stats(board: _Board, settings: Settings) -> PairedStats:
+    """Every judge's and probe's per-trajectory statistics with what the board's draws need
+    (sources as the bootstrap's strata, the headline sources, seed and resamples), in table
+    order: the paired difference of any two of them, recomputed, is the board's own."""
+    sc, h = board.scoring.sc, board.scoring.h
+    sources, strata = np.unique(sc.traj_source.astype(str), return_inverse=True)
+    return PairedStats(
+        judges=tuple(board.everyone),
+        stats={j: sc.stats[j] for j in board.everyone},
+        strata=strata.astype(np.int64),
+        sources=tuple(str(x) for x in sources),
+        headline=tuple(h.sources),
+        cost=settings.cost,
+        resamples=settings.resamples,
+        seed=settings.seed,
+        confidence=h.boot.confidence,
+    )
