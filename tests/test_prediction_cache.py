@@ -304,3 +304,26 @@ def test_the_columns_score_the_fixture_as_the_row_path_did(tmp_path: Path) -> No
         assert _same(a.reliability, b.reliability), f
         scored += 1
     assert scored >= 3
+
+
+def test_the_bootstrap_in_chunks_of_judges_gives_the_same_draws(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.report import scoring
+    from bench.report.inputs import discover
+
+    gt_rows, meta = load_ground_truth(FIX / "ground_truth.jsonl")
+    files, _, _ = discover(FIX / "predictions", str(meta["dataset_version"]), tmp_path / "cache")
+    rows = evaluated_rows(gt_rows, diagnostic_configs(meta))
+    settings = scoring.Settings(load_cost_matrix(COST), resamples=200, seed=3)
+    sc = scoring.score(gt_rows, rows, str(meta["dataset_version"]), files, settings)
+    assert len(sc.stats) >= 3
+    masks = (None, sc.traj_source == sc.traj_source[0])
+    whole = [sc.boot(mask) for mask in masks]  # every judge in one product
+    monkeypatch.setattr(scoring, "BOOT_CHUNK", 1)
+    for mask, ref in zip(masks, whole, strict=True):
+        one = sc.boot(mask)  # one judge per product
+        assert list(one.samples) == list(ref.samples)
+        for j in ref.samples:
+            for m, x in ref.samples[j].items():
+                assert np.array_equal(x, one.samples[j][m], equal_nan=True), (j, m)

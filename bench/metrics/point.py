@@ -32,6 +32,7 @@ from bench.metrics.inputs import CostMatrix, Gold, InvalidPolicy, Predictions, a
 from bench.metrics.stats import (
     ECE_BINS,
     HIST_BASE,
+    JudgeStats,
     TrajectoryIndex,
     judge_stats,
     metrics_from_stats,
@@ -67,8 +68,13 @@ def evaluate(
 ) -> JudgeScore:
     """Point estimates of every metric for one judge (``pred`` is aligned to ``gold`` first)."""
     pred = align(gold, pred)
-    index = TrajectoryIndex.of(gold)
-    st = judge_stats(gold, pred, index, policy)
+    st = judge_stats(gold, pred, TrajectoryIndex.of(gold), policy)
+    return from_stats(gold, pred, st, cost)
+
+
+def from_stats(gold: Gold, pred: Predictions, st: JudgeStats, cost: CostMatrix) -> JudgeScore:
+    """``evaluate``'s figures from the judge's statistics already computed (``pred`` aligned to
+    ``gold``, ``st`` = ``judge_stats`` of them): a caller that has both skips the second pass."""
     summed = st.table.sum(axis=0)
     m = metrics_from_stats(summed, st.values, cost)
     u = len(st.values)
@@ -95,13 +101,12 @@ def evaluate(
 def taxonomy_accuracy(gold: Gold, pred: Predictions) -> dict[str, tuple[float, int]]:
     """Per field (fail, harm, src): share of gold-unsafe step rows where the judge's value equals
     gold's, among rows where the judge gave a value; NaN with n = 0 when it gave none."""
-    rows = gold.scored & (gold.act > 0) & pred.valid
+    rows = np.flatnonzero(gold.scored & (gold.act > 0) & pred.valid)
     out: dict[str, tuple[float, int]] = {}
     for name in ("fail", "harm", "src"):
-        given = (
-            np.array([v is not None and v != "" for v in getattr(pred, name)], dtype=bool) & rows
-        )
-        n = int(given.sum())
+        mine = getattr(pred, name)[rows]  # only these rows count: test the values there alone
+        given = rows[np.array([v is not None and v != "" for v in mine.tolist()], dtype=bool)]
+        n = len(given)
         hits = int((getattr(pred, name)[given] == getattr(gold, name)[given]).sum())
         out[name] = (hits / n if n else float("nan"), n)
     return out

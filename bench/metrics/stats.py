@@ -226,6 +226,17 @@ def _in_table_order(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: m[k] for k in METRICS}
 
 
+def _per_bin(x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(R, ECE_BINS) sums of the columns of ``x`` (one column per ascending integer risk in
+    ``values``) by calibration bin; a bin no value falls in sums to 0."""
+    bins = np.minimum((values // (100 // ECE_BINS)).astype(np.int64), ECE_BINS - 1)
+    out = np.zeros((x.shape[0], ECE_BINS))
+    if len(values):
+        starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
+        out[:, bins[starts]] = np.add.reduceat(x, starts, axis=1)
+    return out
+
+
 def metrics_from_stats(
     summed: np.ndarray, values: np.ndarray, cost: CostMatrix
 ) -> dict[str, np.ndarray]:
@@ -262,13 +273,11 @@ def metrics_from_stats(
     m["auroc"] = ratio((pos * (below + 0.5 * neg)).sum(axis=1), pos.sum(axis=1) * neg.sum(axis=1))
     p = values.astype(np.float64) / 100.0
     tot = pos + neg
-    bins = np.minimum((values // (100 // ECE_BINS)).astype(np.int64), ECE_BINS - 1)
-    onehot = np.zeros((u, ECE_BINS))
-    onehot[np.arange(u), bins] = 1.0
-    # tot * values holds integers (counts x integer risks), so the matrix products sum exact
-    # integers in any order: the bin totals do not depend on the CPU's BLAS, and one division
-    # by 100 follows (summing the fractional tot * p instead drifted in the last digit)
-    gap = np.abs((tot * values) @ onehot / 100.0 - pos @ onehot).sum(axis=1)
+    # tot * values holds integers (counts x integer risks), so the bin totals are exact integer
+    # sums in any order: they do not depend on the CPU, and one division by 100 follows (summing
+    # the fractional tot * p instead drifted in the last digit). Summed per bin with reduceat,
+    # not a BLAS product: on a busy machine BLAS threads made this line most of the function
+    gap = np.abs(_per_bin(tot * values, values) / 100.0 - _per_bin(pos, values)).sum(axis=1)
     nh = tot.sum(axis=1)
     m["ece"] = ratio(gap, nh)
     m["brier"] = ratio((pos * (p - 1) ** 2 + neg * p**2).sum(axis=1), nh)

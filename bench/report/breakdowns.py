@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from bench.metrics.spec import BREAKDOWN_METRICS
-from bench.report.scoring import Scored, cell
+from bench.report.scoring import Scored, cells
 
 MIN_PER_CLASS = 10
 """A group needs at least this many unsafe and this many safe trajectories to be compared."""
@@ -56,10 +56,13 @@ def group(
     """One group: its sizes and every judge's figures with intervals."""
     boot = sc.boot(traj)
     entry = counts(sc, traj)
-    entry["judges"] = {}
-    for j in judges:
-        point = sc.point(j, traj)
-        entry["judges"][j] = {m: cell(point[m], boot.samples[j][m]) for m in metrics}
+    points = [sc.point(j, traj) for j in judges]
+    figures: dict[str, dict[str, Any]] = {j: {} for j in judges}
+    for m in metrics:
+        stack = np.stack([boot.samples[j][m] for j in judges]) if judges else np.empty((0, 0))
+        for j, c in zip(judges, cells([p[m] for p in points], stack), strict=True):
+            figures[j][m] = c
+    entry["judges"] = figures
     return entry
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from bench.metrics.bootstrap import (
     resample_weights,
 )
 from bench.metrics.inputs import CostMatrix, Gold, InvalidPolicy, Predictions
-from bench.metrics.point import JudgeScore, evaluate
+from bench.metrics.point import JudgeScore, from_stats
 from bench.metrics.stats import (
     METRICS,
     JudgeStats,
@@ -54,6 +55,27 @@ def cell(value: float, samples: np.ndarray, confidence: float = 0.95) -> dict[st
     """``{"value", "ci"}`` of one figure from its point estimate and bootstrap samples."""
     lo, hi = percentile_interval(samples, (1 - confidence) / 2)
     return {"value": rnd(value), "ci": [rnd(lo), rnd(hi)]}
+
+
+def cells(
+    values: Sequence[float], samples: np.ndarray, confidence: float = 0.95
+) -> list[dict[str, Any]]:
+    """``[cell(v, s) for v, s in zip(values, samples)]`` for a stack of samples (one row per
+    figure), the quantiles of every row without a NaN taken in one call (the same numbers:
+    ``np.quantile`` along an axis interpolates each row as it does one array)."""
+    tail = (1 - confidence) / 2
+    s = np.asarray(samples, dtype=np.float64)
+    out: list[dict[str, Any]] = [{} for _ in values]
+    if s.ndim != 2 or len(s) != len(values) or s.shape[1] == 0:
+        return [cell(v, x, confidence) for v, x in zip(values, s, strict=True)]
+    clean = ~np.isnan(s).any(axis=1)
+    if clean.any():
+        qs = np.quantile(s[clean], [tail, 1 - tail], axis=1)
+        for n, lo, hi in zip(np.flatnonzero(clean).tolist(), *qs.tolist(), strict=True):
+            out[n] = {"value": rnd(values[n]), "ci": [rnd(lo), rnd(hi)]}
+    for n in np.flatnonzero(~clean).tolist():
+        out[n] = cell(values[n], s[n], confidence)
+    return out
 
 
 def diagnostic_configs(meta: Mapping[str, Any]) -> frozenset[str]:
@@ -109,6 +131,11 @@ def evaluated_rows(
     return rows
 
 
+BOOT_CHUNK = 32
+"""Judges per bootstrap matrix product (``Scored.boot``): the product's operand grows with
+trajectories x judges x risk values, about 0.7 GB for 500 judges at once."""
+
+
 @dataclass(frozen=True, eq=False)
 class Scored:
     """Every complete judge on one set of evaluated rows, with the shared bootstrap."""
@@ -134,18 +161,32 @@ class Scored:
     cost: CostMatrix | None = None
     """The reward matrix."""
 
-    @property
+    @cached_property
     def rows(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
-        """Judge -> its decision rows in gold order, built from ``columns`` when asked for
-        (slow for many judges: read ``columns`` instead)."""
+        """Judge -> the timing fields (latency_s, tokens_in, tokens_out, warmup) of its
+        decisions as rows in gold order, built from ``columns`` when asked for: callers that
+        read rows keep working; new code reads ``columns`` (no row per decision)."""
         return _Rows(self.columns)
 
     def boot(self, rows: np.ndarray | None = None) -> Bootstrap:
-        """The bootstrap of every judge over the trajectories ``rows`` (a mask; None: all)."""
+        """The bootstrap of every judge over the trajectories ``rows`` (a mask; None: all),
+        ``BOOT_CHUNK`` judges per matrix product so memory stays flat as judges pile up (the
+        same numbers: every product sums integer counts, exactly, in any grouping)."""
         assert self.cost is not None
-        return bootstrap_stats(
-            self.stats, len(self.index), self.cost, weights=self.weights, rows=rows
-        )
+        names = list(self.stats)
+        parts = [
+            bootstrap_stats(
+                {j: self.stats[j] for j in names[i : i + BOOT_CHUNK]},
+                len(self.index),
+                self.cost,
+                weights=self.weights,
+                rows=rows,
+            )
+            for i in range(0, max(len(names), 1), BOOT_CHUNK)
+        ]
+        if len(parts) == 1:
+            return parts[0]
+        return replace(parts[0], samples={j: p.samples[j] for p in parts for j in p.samples})
 
     def traj_mask(self, row_mask: np.ndarray) -> np.ndarray:
         """The trajectories that hold any of the rows in ``row_mask``."""
@@ -164,7 +205,7 @@ class Scored:
 
 
 class _Rows(Mapping[str, Sequence[Mapping[str, Any]]]):
-    """Judge -> decision rows, built per judge on first access."""
+    """Judge -> the timing fields of its decisions as rows, built per judge on first access."""
 
     def __init__(self, columns: Mapping[str, DecisionColumns]) -> None:
         self._columns = columns
@@ -173,7 +214,13 @@ class _Rows(Mapping[str, Sequence[Mapping[str, Any]]]):
     def __getitem__(self, judge: str) -> Sequence[Mapping[str, Any]]:
         if judge not in self._built:
             c = self._columns[judge]
-            self._built[judge] = [c.row(n) for n in range(len(c))]
+            lists = [
+                [None if math.isnan(x) else x for x in getattr(c, k).tolist()] for k in _TIMING
+            ]
+            self._built[judge] = [
+                {"latency_s": a, "tokens_in": b, "tokens_out": t, "warmup": w}
+                for a, b, t, w in zip(*lists, c.warmup.tolist(), strict=True)
+            ]
         return self._built[judge]
 
     def __iter__(self) -> Iterator[str]:
@@ -181,6 +228,9 @@ class _Rows(Mapping[str, Sequence[Mapping[str, Any]]]):
 
     def __len__(self) -> int:
         return len(self._columns)
+
+
+_TIMING = ("latency_s", "tokens_in", "tokens_out")
 
 
 @dataclass(frozen=True)
@@ -237,7 +287,7 @@ def score(
     _, strata = np.unique(traj_source.astype(str), return_inverse=True)
     weights = resample_weights(len(index), settings.resamples, settings.seed, strata=strata)
     stats = {j: judge_stats(gold, p, index, settings.policy) for j, p in preds.items()}
-    points = {j: evaluate(gold, p, settings.cost, settings.policy) for j, p in preds.items()}
+    points = {j: from_stats(gold, p, stats[j], settings.cost) for j, p in preds.items()}
     return Scored(
         gold=gold,
         index=index,
