@@ -183,6 +183,7 @@ def synthesize(base: Path, out_root: Path, names: list[str], seed: int = 7) -> N
 def board(root: Path, pool: Path, n: int) -> Path:
     """A predictions folder: the committed judges and the first ``n`` synthetic ones (links)."""
     pred = root / f"predictions-{n}"
+    shutil.rmtree(pred, ignore_errors=True)
     pred.mkdir(parents=True)
     for d in sorted((LEADERBOARDS / "predictions").iterdir()):
         (pred / d.name).symlink_to(d, target_is_directory=True)
@@ -333,8 +334,10 @@ def end_to_end(args: argparse.Namespace) -> int:
     try:
         for n in sorted(args.judges):
             pred = board(root, pool, n)
-            out = root / f"out-{n}"
-            env = os.environ | {"FORESIGHT_WORK": str(root / f"work-{n}")}
+            out, work = root / f"out-{n}", root / f"work-{n}"
+            for d in (out, work):  # cold means cold, also with --keep
+                shutil.rmtree(d, ignore_errors=True)
+            env = os.environ | {"FORESIGHT_WORK": str(work)}
             cold = timed(leaderboard_cmd(pred, out), env, args.timeout)
             warm = timed(leaderboard_cmd(pred, out), env, args.timeout)
             check = timed(leaderboard_cmd(pred, out, "--check"), env, args.timeout)
