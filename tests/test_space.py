@@ -78,7 +78,9 @@ def board(
 
 
 def expected() -> dict[str, Any]:
-    return json.loads((FIX / "expected" / "leaderboard.json").read_text())
+    from bench.report.parts import read_whole
+
+    return read_whole(FIX / "expected")  # leaderboard.json with its part files
 
 
 def test_leaderboard_table_matches_json(client: Any) -> None:
@@ -183,15 +185,16 @@ def test_source_and_category_filters_show_group_values(client: Any) -> None:
     assert "separately" in note
 
 
-def test_compare_reads_paired_interval_and_lists_disagreements(client: Any) -> None:
+def test_compare_reads_paired_interval_and_lists_disagreements(
+    client: Any, dirs: tuple[Path, Path]
+) -> None:
+    from bench.metrics import paired
+
     summary, table, note, dis = client.predict("alpha", "gamma", api_name="/compare")
     rows = {r[0]: dict(zip(table["headers"], r, strict=True)) for r in table["data"]}
-    pair = next(
-        p
-        for p in expected()["paired_differences"]["pairs"]
-        if (p["a"], p["b"]) == ("alpha", "gamma")
-    )
-    d = pair["diff"]["balanced_accuracy"]
+    # computed from the paired statistics leaderboard.py wrote beside leaderboard.json
+    d = paired.difference(paired.read(dirs[0] / paired.FILE), "alpha", "gamma")["balanced_accuracy"]
+    assert d["value"] == round((5 / 6 + 1) / 2 - 0.375, 4)  # the hand-computed macro figures
     assert (
         rows["Bal. acc."]["A − B [95% paired CI]"]
         == f"{d['value']:.3f} [{d['ci'][0]:.3f}, {d['ci'][1]:.3f}]"
@@ -342,7 +345,7 @@ def test_lite_board_lists_the_lite_only_judge(dirs: tuple[Path, Path]) -> None:
     assert rows["Eta (lite only)"]["Full bal. acc."] == "–"
     assert "Kendall's tau" in note and "**1.000**" in note
     assert "ranked 2 on the lite split (see the Lite tab)" in tabs.pending_markdown(
-        D.load_results(dirs[0]).report
+        D.load_results(dirs[0])
     )
 
 
@@ -417,7 +420,7 @@ def test_pairs_rows_carry_the_board_as_the_tables_show_it(pair_dirs: tuple[Path,
     import tabs
 
     res = D.load_results(pair_dirs[0])
-    rep = json.loads((pair_dirs[0] / "leaderboard.json").read_text())
+    rep = res.report  # the contrast pairs' figures are a part file, read on access
     pb = res.rows["pairs"]
     assert pb["pairs"] == rep["pairs"]["pairs"] == 2
     assert [c["key"] for c in pb["columns"]] == ["ba_at_k", "both_right", "ranked_above"]
@@ -463,7 +466,7 @@ def test_pairs_also_appear_in_browse(pair_dirs: tuple[Path, Path]) -> None:
 
     res = D.load_results(pair_dirs[0])
     texts = D.load_texts(pair_dirs[1], version=res.report["dataset_version"])
-    assert "pairs" in tabs.sources(res.report)
+    assert "pairs" in tabs.sources(res)
     ids, _ = tabs.browse_ids(res, texts, source="pairs")
     assert ids == ["pairs:p1-a:3", "pairs:p1-b:3", "pairs:p2-a:3", "pairs:p2-b:3"]
     verdicts = tabs.verdict_table(res, "pairs:p1-b:3").to_dict("records")
