@@ -327,3 +327,21 @@ def test_the_bootstrap_in_chunks_of_judges_gives_the_same_draws(
         for j in ref.samples:
             for m, x in ref.samples[j].items():
                 assert np.array_equal(x, one.samples[j][m], equal_nan=True), (j, m)
+
+
+def test_metrics_from_stats_only_gives_the_same_figures() -> None:
+    from bench.metrics.spec import BREAKDOWN_METRICS
+    from bench.metrics.stats import METRICS, metrics_from_stats
+
+    rng = np.random.default_rng(5)
+    values = np.array([0, 3, 12, 50, 51, 99, 100])
+    summed = rng.poisson(4, size=(50, 19 + 2 * len(values))).astype(np.float64)
+    cost = load_cost_matrix(COST)
+    every = metrics_from_stats(summed, values, cost)
+    some = metrics_from_stats(summed, values, cost, only=BREAKDOWN_METRICS)
+    assert list(some) == [m for m in METRICS if m in BREAKDOWN_METRICS]
+    assert "ece" not in some and "brier" not in some
+    for m, x in some.items():
+        assert np.array_equal(x, every[m], equal_nan=True), m
+    with pytest.raises(Exception, match="unknown metric"):
+        metrics_from_stats(summed, values, cost, only=["accuracy_typo"])

@@ -56,7 +56,7 @@ def group(
     """One group: its sizes and every judge's figures with intervals."""
     boot = sc.boot(traj)
     entry = counts(sc, traj)
-    points = [sc.point(j, traj) for j in judges]
+    points = [sc.point(j, traj, metrics) for j in judges]
     figures: dict[str, dict[str, Any]] = {j: {} for j in judges}
     for m in metrics:
         stack = np.stack([boot.samples[j][m] for j in judges]) if judges else np.empty((0, 0))

@@ -194,13 +194,16 @@ class Scored:
         out[self.index.code[row_mask]] = True
         return out
 
-    def point(self, judge: str, traj: np.ndarray | None = None) -> dict[str, float]:
-        """A judge's point estimate of every metric on the trajectories ``traj`` (a mask; None:
-        all), from its summed statistics (the same numbers ``evaluate`` gives on those rows)."""
+    def point(
+        self, judge: str, traj: np.ndarray | None = None, only: Sequence[str] | None = None
+    ) -> dict[str, float]:
+        """A judge's point estimate of every metric (``only``: of those) on the trajectories
+        ``traj`` (a mask; None: all), from its summed statistics (the same numbers ``evaluate``
+        gives on those rows)."""
         assert self.cost is not None
         st = self.stats[judge]
         table = st.table if traj is None else st.table[traj]
-        m = metrics_from_stats(table.sum(axis=0), st.values, self.cost)
+        m = metrics_from_stats(table.sum(axis=0), st.values, self.cost, only)
         return {k: float(v[0]) for k, v in m.items()}
 
 
