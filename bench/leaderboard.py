@@ -39,6 +39,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from bench.core.errors import StorageError
+from bench.core.ioerrors import describe, naming, sentence
 from bench.core.jsonl import sha256_file
 from bench.core.labels import ACTS
 from bench.core.paths import (
@@ -272,6 +274,23 @@ def compare_judges(out: Path, a: str, b: str) -> str:
     return "\n".join(lines)
 
 
+def _write(report: dict[str, Any], stats: Any, out: Path) -> list[Path]:
+    """Render every output into ``out``; a full disk, a refused permission or a read-only
+    folder becomes one line naming the folder (``render_all`` stages every file first, so the
+    previous tables stay as they were)."""
+    try:
+        with naming(out):
+            return render_all(report, out, _binaries(stats))
+    except OSError as e:
+        if describe(e) is None:
+            raise
+        kept = (
+            f"the tables already in {out} are unchanged (nothing is moved into place until "
+            "every file is written)"
+        )
+        raise StorageError(sentence(e, saved=kept)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Regenerate (or --check) every leaderboard output, or --compare two judges."""
     args = _parser().parse_args(argv)
@@ -292,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     report, stats = _report(args, rows, meta)
     if args.check:
         return _check(report, stats, args.out)
-    written = render_all(report, args.out, _binaries(stats))
+    written = _write(report, stats, args.out)
     log.info("wrote %d files under %s", len(written), args.out)
     if args.push_to_hub:
         return _publish(args, str(meta["dataset_version"]), meta)

@@ -258,14 +258,7 @@ def test_build_says_nothing_was_replaced(
 @pytest.mark.parametrize(
     "err",
     [
-        pytest.param(
-            errno.ENOSPC,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a failed write names no file, and leaderboard.py does not name its output "
-                "folder: wrap its writes in bench.core.ioerrors.naming(out) (issue 25)",
-            ),
-        ),
+        errno.ENOSPC,
         errno.EACCES,
         errno.EROFS,
     ],
@@ -281,6 +274,8 @@ def test_leaderboard_gives_one_line(
     )
     line = one_line(capsys, err)
     assert str(out) in line and "rerun" in line
+    if err == errno.ENOSPC:
+        assert "unchanged" in line
 
 
 def test_other_os_errors_keep_their_traceback() -> None:
