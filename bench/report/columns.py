@@ -191,16 +191,13 @@ class _Builder:
 
     vocab: Taxonomy
     pos: dict[str, int] = field(default_factory=dict)
-    cols: dict[str, list[Any]] = field(default_factory=dict)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
     answered: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     repeated: set[str] = field(default_factory=set)
     changed: set[str] = field(default_factory=set)
     checked: dict[tuple[Any, ...], tuple[int, int, float, Any, Any, Any]] = field(
         default_factory=dict
     )
-
-    def __post_init__(self) -> None:
-        self.cols = {k: [] for k in DecisionColumns.__dataclass_fields__}
 
     def verdict(self, row: Mapping[str, Any], t: tuple[Any, ...], fast: bool) -> tuple[Any, ...]:
         """(status code, act code, risk, fail, harm, src) of a decision line, through the one
@@ -228,16 +225,13 @@ class _Builder:
 
     def add(self, did: str, checked: tuple[Any, ...], t: tuple[Any, ...]) -> None:
         """Record a decision line (it replaces an earlier one for the same id)."""
-        timing = [_number(v) for v in t[9:12]]
-        values = (did, *checked, *timing, t[12] is True)
+        values = (did, *checked, _number(t[9]), _number(t[10]), _number(t[11]), t[12] is True)
         n = self.pos.get(did)
         if n is None:
-            self.pos[did] = len(self.pos)
-            for k, v in zip(self.cols, values, strict=True):
-                self.cols[k].append(v)
+            self.pos[did] = len(self.rows)
+            self.rows.append(values)
         else:
-            for k, v in zip(self.cols, values, strict=True):
-                self.cols[k][n] = v
+            self.rows[n] = values
         if checked[0] == STATUS_CODE["error"]:
             return  # an errored decision retried later is the normal resume, not a repeat
         answer = checked[:3]
@@ -250,7 +244,10 @@ class _Builder:
 
     def columns(self) -> DecisionColumns:
         """The finished arrays."""
-        c = self.cols
+        names = list(DecisionColumns.__dataclass_fields__)
+        c: dict[str, list[Any]] = {k: [] for k in names}
+        if self.rows:
+            c = dict(zip(names, map(list, zip(*self.rows, strict=True)), strict=True))
         return DecisionColumns(
             ids=np.array(c["ids"], dtype=object),
             status=np.array(c["status"], dtype=np.int8),
@@ -287,7 +284,7 @@ def _number(v: Any) -> float:
 def reduce_lines(data: bytes, name: str, vocab: Taxonomy | None = None) -> Reduced:
     """Reduce a predictions file's content (``name`` is the file its bad lines name)."""
     vocab = vocab or load_taxonomy()
-    rows, bad = reader.scan_bytes(data, name)
+    rows, bad = reader.scan_bytes(data, name, fast=True)
     b = _Builder(vocab)
     runs: list[Mapping[str, Any]] = []
     for row in rows:
@@ -314,7 +311,7 @@ def _maybe_unclean(row: Mapping[str, Any], t: tuple[Any, ...]) -> bool:
     lone surrogate (only ``json.loads`` makes one; orjson refuses it) or a NaN risk or cite
     (NaN is not equal to itself, so it cannot key a table)."""
     raw = row.get("raw")
-    if isinstance(raw, str) and _has_surrogate(raw):
+    if isinstance(raw, str) and not raw.isascii() and _has_surrogate(raw):
         return True
     return any(isinstance(v, float) and math.isnan(v) for v in (t[4], t[8]))
 
