@@ -345,3 +345,30 @@ def test_metrics_from_stats_only_gives_the_same_figures() -> None:
         assert np.array_equal(x, every[m], equal_nan=True), m
     with pytest.raises(Exception, match="unknown metric"):
         metrics_from_stats(summed, values, cost, only=["accuracy_typo"])
+
+
+def test_the_fast_line_reader_reads_what_json_loads_reads() -> None:
+    from bench.judging import predictions
+
+    lines = [
+        json.dumps(RUN | {"weights": {"seed": 123456789012345678901234567890}}),
+        *(json.dumps(decision(i) | kw) for i, kw in enumerate(HOSTILE)),
+        *RAW_LINES,
+        '{"type": "decision", "id": "h:s:5", "act": "STOP", "risk": 1e20}',
+        "[1, 2]",
+        '{"type": "decision", "act": "STOP"}',
+        '{"type": "decision", "id": "torn", "act": "ST',
+    ]
+    data = "\n".join(lines).encode()
+    slow = predictions.scan_bytes(data, "f.jsonl")
+    fast = predictions.scan_bytes(data, "f.jsonl", fast=True)
+    assert fast[1] == slow[1] and [str(b) for b in slow[1]] == [
+        "f.jsonl:34: a JSON list, not an object",
+        "f.jsonl:35: a decision line without an id",
+    ]
+    assert len(fast[0]) == len(slow[0]) == len(lines) - 3
+    for a, b in zip(fast[0], slow[0], strict=True):
+        assert _same(a, b) and {k: type(v) for k, v in a.items()} == {
+            k: type(v) for k, v in b.items()
+        }
+    assert isinstance(fast[0][0]["weights"]["seed"], int)  # a run line is read whole by json
