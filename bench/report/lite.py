@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from bench.metrics.bootstrap import macro, percentile_interval, tie_groups
 from bench.report import shortcuts
@@ -35,6 +34,8 @@ def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float | None:
     """Kendall's tau-b of two paired sequences (None with fewer than two pairs or no variation)."""
     if len(a) < 2:
         return None
+    from scipy.stats import kendalltau  # here, not at import: scipy.stats takes ~1.7 s to load
+
     tau = kendalltau(a, b).statistic  # variant "b": ties counted
     return None if np.isnan(tau) else float(tau)
 
