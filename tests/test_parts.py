@@ -114,8 +114,8 @@ def test_a_failure_mid_render_leaves_the_previous_set_whole(
     before = snapshot(out)
     real = plots.write_all
 
-    def tables_then_one_plot_then_fail(report: Any, folder: Path) -> list[Path]:
-        real(report, folder)  # the texts and every plot are in the staging folder by now
+    def tables_then_one_plot_then_fail(report: Any, folder: Path, *a: Any) -> list[Path]:
+        real(report, folder, *a)  # the texts and every plot are in the staging folder by now
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(plots, "write_all", tables_then_one_plot_then_fail)

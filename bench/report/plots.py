@@ -4,19 +4,35 @@ Every plot is drawn from the report dict alone, so the Space and the tables agre
 deterministic: no software or date metadata, a fixed figure size and dpi. Each PNG carries a
 ``Foresight-Digest`` text chunk: the hash of the numbers it plots, which ``--check`` compares
 (pixels may change with the matplotlib version, the digest only with the data).
+
+A plot is drawn only when its inputs changed: ``write_all`` hashes everything a plot reads (the
+plot's view of the report) with the plotting code's fingerprint (``code_fingerprint``) and keeps,
+in a small record folder, the sha256 of the PNG that key produced. A PNG already in a folder
+named by ``previous`` whose bytes have that sha256 is copied instead of drawn: the same bytes a
+fresh render gives. Each plot shows at most ``MAX_JUDGES`` ranked judges (the top of the table)
+and says so in its title when it shows fewer than all.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import math
+import os
 import struct
+import tempfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from bench.core.jsonl import content_hash
+from bench.core.paths import work_dir
+
+log = logging.getLogger(__name__)
 
 DPI = 150
 """Resolution: a 9-inch figure is 1,350 px wide, so full screen shows it sharp and legends at
@@ -33,6 +49,10 @@ OUTCOME_HATCH = {"exact": "", "early": "//", "late": "..", "missed": "xx"}
 
 DIGEST_KEY = "Foresight-Digest"
 """PNG text key holding the hash of the plotted data."""
+
+MAX_JUDGES = 12
+"""The most ranked judges one plot shows: the first ``MAX_JUDGES`` of the table (by rank);
+reference lines (the shortcut probes, chance) are always drawn. 500 curves are unreadable."""
 
 DATA_KEY = "Foresight-Data"
 """PNG text key holding the plotted data itself (canonical JSON), so ``--check`` can compare
@@ -173,12 +193,14 @@ def _shortcuts(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Pat
         ax.axvline(0.5, color="0.8", linewidth=0.8)
         ax.set(xlim=(0.3, 1.0), title=panel, xlabel="bal. acc.")
     axes[0][0].set_yticks(ypos, [e["display_name"] for e in judges], fontsize=LEGEND_PT)
-    fig.suptitle("Balanced accuracy against the best shortcut probe (dashed)", fontsize=9)
+    fig.suptitle(
+        "Balanced accuracy against the best shortcut probe (dashed)" + report["shown"], fontsize=9
+    )
     fig.tight_layout()
     return _finish(plt, fig, path, data)
 
 
-def _roc(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
+def _roc(plt: Any, judges: Judges, colors: list[Any], path: Path, shown: str) -> Path:
     """roc.png: every judge's ROC of the risk score."""
     return _curves(
         plt,
@@ -194,12 +216,12 @@ def _roc(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
         marker=".",
         xlabel="false-alarm rate (gold SAFE flagged)",
         ylabel="recall (gold UNSAFE flagged)",
-        title="ROC of the risk score",
+        title="ROC of the risk score" + shown,
         legend_loc="lower right",
     )
 
 
-def _accuracy_latency(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
+def _accuracy_latency(plt: Any, judges: Judges, colors: list[Any], path: Path, shown: str) -> Path:
     """accuracy_latency.png: balanced accuracy against p50 latency, with the Pareto frontier."""
     fig, ax = plt.subplots(figsize=(9, 6.5))
     data = [[e["id"], e["metrics"]["balanced_accuracy"], e["latency"]["p50_s"]] for e in judges]
@@ -231,14 +253,14 @@ def _accuracy_latency(plt: Any, judges: Judges, colors: list[Any], path: Path) -
     ax.set(
         xlabel=f"p50 latency per decision (s, log scale; below {LATENCY_FLOOR_S:g} s drawn at it)",
         ylabel="balanced accuracy (95% CI)",
-        title="Accuracy against latency",
+        title="Accuracy against latency" + shown,
     )
     if judges:
         ax.legend(fontsize=LEGEND_PT, loc="best")
     return _finish(plt, fig, path, data)
 
 
-def _reliability(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Path:
+def _reliability(plt: Any, judges: Judges, colors: list[Any], path: Path, shown: str) -> Path:
     """reliability.png: observed share of unsafe steps per bin of predicted risk."""
     return _curves(
         plt,
@@ -253,7 +275,7 @@ def _reliability(plt: Any, judges: Judges, colors: list[Any], path: Path) -> Pat
         marker="o",
         xlabel="mean risk / 100 in bin",
         ylabel="share gold UNSAFE",
-        title="Reliability (10 bins)",
+        title="Reliability (10 bins)" + shown,
         legend_loc="upper left",
     )
 
@@ -267,7 +289,7 @@ OUTCOME_PARTS = (  # a colour-blind-safe palette (Okabe-Ito) plus a pattern per 
 """The stacked parts of trajectory_outcomes.png: metric, legend label, colour."""
 
 
-def _outcomes(plt: Any, judges: Judges, path: Path) -> Path:
+def _outcomes(plt: Any, judges: Judges, path: Path, shown: str) -> Path:
     """trajectory_outcomes.png: unsafe trajectories first flagged at the onset, early, late or
     missed, stacked per judge."""
     fig, ax = plt.subplots(figsize=(9, 2.2 + 0.45 * max(len(judges), 1)))
@@ -281,7 +303,7 @@ def _outcomes(plt: Any, judges: Judges, path: Path) -> Path:
         left = [a + b for a, b in zip(left, vals, strict=True)]
     ax.set_yticks(ypos, [e["display_name"] for e in judges], fontsize=LEGEND_PT)
     ax.set(xlim=(0, 1), xlabel="share of unsafe trajectories")
-    ax.set_title("Unsafe trajectories: first flag vs onset")
+    ax.set_title("Unsafe trajectories: first flag vs onset" + shown)
     ax.legend(fontsize=LEGEND_PT, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.25))
     fig.tight_layout()
     return _finish(plt, fig, path, data)
@@ -310,7 +332,8 @@ def _depth(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Path) -
     ax.set(
         xlabel="turns between the deciding clue and the judged action",
         ylabel="balanced accuracy at k*",
-        title=f"Foresight depth: contrast pairs ({pb.get('pairs', 0)} test pairs)",
+        title=f"Foresight depth: contrast pairs ({pb.get('pairs', 0)} test pairs)"
+        + report["shown"],
         ylim=(0, 1.02),
     )
     if judges:
@@ -319,21 +342,148 @@ def _depth(plt: Any, report: Mapping[str, Any], colors: list[Any], path: Path) -
     return _finish(plt, fig, path, data)
 
 
-def write_all(report: Mapping[str, Any], out: Path) -> list[Path]:
+def shown_note(shown: int, total: int) -> str:
+    """What a plot title adds when it shows fewer judges than the board ranks: '' or
+    ' (top 12 of 500 judges)'."""
+    return "" if shown >= total else f" (top {shown} of {total} judges)"
+
+
+def plot_view(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the plots read, cut from the report: the first ``MAX_JUDGES`` ranked judges,
+    the headline sources, the shortcut reference, those judges' cells per headline source and on
+    the contrast pairs, and the title note on the cap. Plots draw from this alone, so its hash
+    decides when a plot must be drawn again. Pure."""
+    everyone = report["judges"]
+    judges = list(everyone[:MAX_JUDGES])
+    ids = [e["id"] for e in judges]
+    sources = list(report["settings"]["headline"]["sources"])
+    pb = report.get("pairs") or {}
+    pairs = {k: pb[k] for k in ("buckets", "pairs") if k in pb}
+    if pb.get("judges"):
+        pairs["judges"] = {
+            j: {"by_bucket": pb["judges"][j]["by_bucket"]} for j in ids if j in pb["judges"]
+        }
+    return {
+        "judges": judges,
+        "shown": shown_note(len(judges), len(everyone)),
+        "settings": {"headline": {"sources": sources}},
+        "shortcut_reference": report["shortcut_reference"],
+        "by_source": {
+            s: {
+                "judges": {j: report["by_source"][s]["judges"][j] for j in ids},
+                "reference": report["by_source"][s]["reference"],
+            }
+            for s in sources
+        },
+        "pairs": pairs,
+    }
+
+
+Drawer = Callable[[Any, Mapping[str, Any], list[Any], Path], Path]
+"""Draws one plot from the plot view: (pyplot, view, colours, path) -> path."""
+
+PLOTS: dict[str, Drawer] = {
+    "roc.png": lambda plt, v, c, p: _roc(plt, v["judges"], c, p, v["shown"]),
+    "accuracy_latency.png": lambda plt, v, c, p: _accuracy_latency(
+        plt, v["judges"], c, p, v["shown"]
+    ),
+    "reliability.png": lambda plt, v, c, p: _reliability(plt, v["judges"], c, p, v["shown"]),
+    "trajectory_outcomes.png": lambda plt, v, c, p: _outcomes(plt, v["judges"], p, v["shown"]),
+    "shortcuts.png": _shortcuts,
+    "foresight_depth.png": _depth,
+}
+"""Every plot: file name -> drawer, in the order written."""
+
+
+@cache
+def code_fingerprint() -> str:
+    """The plotting code's fingerprint: this module's source and the matplotlib and numpy
+    versions. A plot drawn under another fingerprint is drawn again, never reused."""
+    versions = []
+    for dist in ("matplotlib", "numpy"):
+        try:
+            versions.append(f"{dist}=={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{dist} absent")
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update("\n".join(versions).encode())
+    return h.hexdigest()[:32]
+
+
+def plot_record() -> Path:
+    """``<work>/cache/plots``: one small file per (plot, inputs, code) key holding the sha256
+    of the PNG it produced, so a PNG found in an output folder can be reused."""
+    return work_dir() / "cache" / "plots"
+
+
+def _recorded(record: Path | None, key: str) -> str | None:
+    if record is None:
+        return None
+    try:
+        return (record / key).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _remember(record: Path | None, key: str, png: Path) -> None:
+    """Record the sha256 of a freshly drawn PNG under its key (atomic; a failure only costs a
+    redraw next time)."""
+    if record is None:
+        return
+    try:
+        record.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=record, prefix=".tmp")
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(hashlib.sha256(png.read_bytes()).hexdigest() + "\n")
+        os.replace(tmp, record / key)
+    except OSError as e:
+        log.debug("plot record not written (%s): the plot will be drawn again next time", e)
+
+
+def _reuse(name: str, want: str | None, previous: Sequence[Path], path: Path) -> bool:
+    """Copy the first ``previous/name`` whose sha256 is ``want`` to ``path``; True if one was."""
+    if want is None:
+        return False
+    for folder in previous:
+        try:
+            data = (folder / name).read_bytes()
+        except OSError:
+            continue
+        if hashlib.sha256(data).hexdigest() == want:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            return True
+    return False
+
+
+def write_all(
+    report: Mapping[str, Any],
+    out: Path,
+    previous: Sequence[Path] = (),
+    record: Path | None = None,
+) -> list[Path]:
     """Write roc.png, accuracy_latency.png, reliability.png, trajectory_outcomes.png,
-    shortcuts.png and foresight_depth.png (ranked judges only; probes appear as the reference
-    line)."""
-    plt = _pyplot()
-    judges = report["judges"]
-    colors = _colors(len(judges))
-    return [
-        _roc(plt, judges, colors, out / "roc.png"),
-        _accuracy_latency(plt, judges, colors, out / "accuracy_latency.png"),
-        _reliability(plt, judges, colors, out / "reliability.png"),
-        _outcomes(plt, judges, out / "trajectory_outcomes.png"),
-        _shortcuts(plt, report, colors, out / "shortcuts.png"),
-        _depth(plt, report, colors, out / "foresight_depth.png"),
-    ]
+    shortcuts.png and foresight_depth.png (the first ``MAX_JUDGES`` ranked judges; probes appear
+    as the reference line).
+
+    ``previous``: folders holding PNGs of an earlier generation. A plot whose inputs and code
+    are those that produced a PNG there with the sha256 kept in ``record`` (a folder; None: keep
+    nothing and reuse nothing) is copied from it, not drawn: byte for byte what drawing gives."""
+    view = plot_view(report)
+    inputs = content_hash({"code": code_fingerprint(), "view": view}, 64)
+    drawn: dict[str, Any] = {}
+    written = []
+    for name, draw in PLOTS.items():
+        key = hashlib.sha256(f"{inputs}:{name}".encode()).hexdigest()[:40]
+        path = out / name
+        if not _reuse(name, _recorded(record, key), previous if record else (), path):
+            if not drawn:  # matplotlib is imported only when a plot must be drawn
+                drawn["plt"] = _pyplot()
+                drawn["colors"] = _colors(len(view["judges"]))
+            draw(drawn["plt"], view, drawn["colors"], path)
+            _remember(record, key, path)
+        written.append(path)
+    return written
 
 
 def pareto(points: list[tuple[float, float]]) -> list[tuple[float, float]]:

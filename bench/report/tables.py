@@ -974,10 +974,17 @@ def with_manifest(leaderboard_json: str, digests: Mapping[str, str]) -> str:
 
 
 def render_all(
-    report: Mapping[str, Any], out: Path, binaries: Mapping[str, bytes] | None = None
+    report: Mapping[str, Any],
+    out: Path,
+    binaries: Mapping[str, bytes] | None = None,
+    previous: Sequence[Path] = (),
 ) -> list[Path]:
     """Write every output under ``out``; returns the paths written (plots included).
     ``binaries``: files written as given (``OUTPUT_BINARIES``: the paired statistics).
+    ``previous``: other output folders whose plots may be reused (``--check`` names the
+    committed one). A plot is copied, not drawn, from ``out/plots``, a staging folder a killed
+    run left in ``out``, or ``previous``, when ``bench.report.plots`` recorded those very bytes
+    as what its inputs and code produce (``plots.write_all``).
 
     Never half-written: everything is first written into a staging folder inside ``out``; only
     when all of it is there is each file moved into place with ``os.replace`` (atomic), and
@@ -991,7 +998,10 @@ def render_all(
         for name, text in texts.items():
             (stage / name).parent.mkdir(parents=True, exist_ok=True)
             (stage / name).write_text(text, encoding="utf-8", newline="\n")
-        plot_files = plots.write_all(report, stage / "plots")
+        earlier = [out, *(d for d in sorted(out.glob(STAGING + "*")) if d != stage), *previous]
+        plot_files = plots.write_all(
+            report, stage / "plots", [d / "plots" for d in earlier], plots.plot_record()
+        )
         for name, data in (binaries or {}).items():
             (stage / name).write_bytes(data)
         staged = [*(stage / n for n in texts if n != "leaderboard.json"), *plot_files]
