@@ -114,6 +114,13 @@ def prediction_cache(work: str | os.PathLike[str] | None = None) -> Path:
     return work_dir(work) / "cache" / "predictions"
 
 
+def report_cache(work: str | os.PathLike[str] | None = None) -> Path:
+    """``<work>/cache/report``: each judge's breakdown cells, by a hash of its statistics, the
+    board's groups and draws, the settings and the scoring code (``bench.report.cache``; safe
+    to delete)."""
+    return work_dir(work) / "cache" / "report"
+
+
 def extracted(work: str | os.PathLike[str], source: str) -> Path:
     """``<work>/extract/<source>/trajectories.jsonl``: what extraction wrote for a source."""
     return Path(work) / "extract" / source / "trajectories.jsonl"

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from bench.metrics.bootstrap import bootstrap_stats
 from bench.metrics.spec import BREAKDOWN_METRICS
-from bench.report.scoring import Scored, cells
+from bench.report.scoring import BOOT_CHUNK, Scored, cells
 
 MIN_PER_CLASS = 10
 """A group needs at least this many unsafe and this many safe trajectories to be compared."""
@@ -50,34 +51,88 @@ def counts(sc: Scored, traj: np.ndarray) -> dict[str, Any]:
     }
 
 
+def judge_cells(
+    sc: Scored,
+    groups: Mapping[str, np.ndarray],
+    judges: Sequence[str],
+    metrics: Sequence[str] = BREAKDOWN_METRICS,
+) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """Judge -> group name -> metric -> ``{"value", "ci"}`` for the groups ``groups`` (name ->
+    trajectory mask): the bootstrap of ``judges`` only, on the report's shared draws (a judge's
+    cells do not depend on which other judges are scored with it)."""
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {j: {} for j in judges}
+    for i in range(0, len(judges), BOOT_CHUNK):  # flat memory as judges pile up
+        _chunk_cells(sc, groups, judges[i : i + BOOT_CHUNK], metrics, out)
+    return out
+
+
+def _chunk_cells(
+    sc: Scored,
+    groups: Mapping[str, np.ndarray],
+    judges: Sequence[str],
+    metrics: Sequence[str],
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]],
+) -> None:
+    """``judge_cells`` of a few judges at once (one matrix product per group), into ``out``."""
+    assert sc.cost is not None
+    for name, traj in groups.items():
+        boot = bootstrap_stats(
+            {j: sc.stats[j] for j in judges}, len(sc.index), sc.cost, weights=sc.weights, rows=traj
+        )
+        points = [sc.point(j, traj, metrics) for j in judges]
+        figures: dict[str, dict[str, Any]] = {j: {} for j in judges}
+        for m in metrics:
+            stack = np.stack([boot.samples[j][m] for j in judges])
+            for j, c in zip(judges, cells([p[m] for p in points], stack), strict=True):
+                figures[j][m] = c
+        for j in judges:
+            out[j][name] = figures[j]
+
+
 def group(
     sc: Scored, traj: np.ndarray, judges: Sequence[str], metrics: Sequence[str] = BREAKDOWN_METRICS
 ) -> dict[str, Any]:
     """One group: its sizes and every judge's figures with intervals."""
-    boot = sc.boot(traj)
     entry = counts(sc, traj)
-    points = [sc.point(j, traj, metrics) for j in judges]
-    figures: dict[str, dict[str, Any]] = {j: {} for j in judges}
-    for m in metrics:
-        stack = np.stack([boot.samples[j][m] for j in judges]) if judges else np.empty((0, 0))
-        for j, c in zip(judges, cells([p[m] for p in points], stack), strict=True):
-            figures[j][m] = c
-    entry["judges"] = figures
+    figures = judge_cells(sc, {"": traj}, judges, metrics)
+    entry["judges"] = {j: figures[j][""] for j in judges}
     return entry
 
 
-def breakdown(
-    sc: Scored, labels: np.ndarray, judges: Sequence[str], prefix: np.ndarray | None = None
-) -> dict[str, Any]:
-    """One group per distinct trajectory label (``labels``: one per trajectory), named
-    ``<prefix>/<label>`` when ``prefix`` (e.g. the source) is given; empty labels skipped."""
+def groups(labels: np.ndarray, prefix: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """One trajectory mask per distinct trajectory label (``labels``: one per trajectory),
+    named ``<prefix>/<label>`` when ``prefix`` (e.g. the source) is given; empty labels
+    skipped; sorted by name."""
     names = (
         labels.astype(str)
         if prefix is None
         else np.char.add(np.char.add(prefix.astype(str), "/"), labels.astype(str))
     )
     keep = labels.astype(str) != ""
+    return {name: (names == name) & keep for name in sorted(set(names[keep].tolist()))}
+
+
+def breakdown(
+    sc: Scored, labels: np.ndarray, judges: Sequence[str], prefix: np.ndarray | None = None
+) -> dict[str, Any]:
+    """One group per distinct trajectory label (``groups``) with its sizes and every judge's
+    figures."""
+    named = groups(labels, prefix)
+    figures = judge_cells(sc, named, judges)
+    return assemble(sc, named, {j: figures[j] for j in judges}, judges)
+
+
+def assemble(
+    sc: Scored,
+    named: Mapping[str, np.ndarray],
+    figures: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    judges: Sequence[str],
+) -> dict[str, Any]:
+    """The breakdown of the groups ``named``: each group's sizes (``counts``) and the judges'
+    cells from ``figures`` (judge -> group name -> metric -> cell), judges in ``judges`` order."""
     out: dict[str, Any] = {}
-    for name in sorted(set(names[keep].tolist())):
-        out[name] = group(sc, (names == name) & keep, judges)
+    for name, traj in named.items():
+        entry = counts(sc, traj)
+        entry["judges"] = {j: figures[j][name] for j in judges}
+        out[name] = entry
     return out

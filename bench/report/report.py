@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ import numpy as np
 from bench.core.errors import IntegrityError
 from bench.core.jsonl import canonical_json
 from bench.core.labels import ACTS
+from bench.core.paths import report_cache as report_cache_dir
 from bench.core.verdict import ASK_UNSAFE_AT
 from bench.judging.specs import unpinned
 from bench.metrics.bootstrap import Bootstrap, Rank, tie_groups
@@ -47,6 +49,7 @@ from bench.metrics.inputs import CostMatrix, InvalidPolicy
 from bench.metrics.paired import PairedStats
 from bench.metrics.point import cost_per_thousand, latency_percentiles
 from bench.metrics.spec import (
+    BREAKDOWN_METRICS,
     HIGHER_IS_BETTER,
     METRICS,
     RANK_METRICS,
@@ -55,12 +58,14 @@ from bench.metrics.spec import (
 )
 from bench.metrics.stats import ECE_BINS, RISK_FROM_ACT, check_rank_metric
 from bench.report import breakdowns, hard, shortcuts
+from bench.report import cache as report_cache
 from bench.report.breakdowns import MIN_PER_CLASS
 from bench.report.inputs import JudgeInfo, PredictionFile
 from bench.report.lite import FullBoard, lite_board
 from bench.report.pairs import pairs_board
 from bench.report.robustness import robustness
 from bench.report.scoring import (
+    BOOT_CHUNK,
     Headline,
     Scored,
     Settings,
@@ -238,10 +243,13 @@ def _by_source(
     refs: Mapping[str, shortcuts.Reference],
     ranked: Sequence[str],
     everyone: Sequence[str],
+    named: Mapping[str, np.ndarray],
+    figures: Mapping[str, Mapping[str, Mapping[str, Any]]],
 ) -> dict[str, Any]:
-    """Per source: the breakdown figures, whether it is in the headline, the best probe there
-    and every ranked judge's margin over it."""
-    out = breakdowns.breakdown(sc, sc.traj_source, everyone)
+    """Per source: the breakdown figures (``figures``: judge -> source -> metric -> cell),
+    whether it is in the headline, the best probe there and every ranked judge's margin over
+    it."""
+    out = breakdowns.assemble(sc, named, figures, everyone)
     for s, g in out.items():
         g["headline"] = s in h.sources
         g["reference"] = {
@@ -268,6 +276,7 @@ def _unreviewed(
     version: str,
     files: Mapping[str, PredictionFile],
     settings: Settings,
+    folder: Path | None,
 ) -> dict[str, Any]:
     """The headline sources' unreviewed test rows, scored apart per source (never in the
     headline): sizes and every judge's figures with intervals."""
@@ -276,7 +285,7 @@ def _unreviewed(
     for source in sorted({str(r["source"]) for r in rows}):
         mine = [r for r in rows if str(r["source"]) == source]
         sc = score(gt_rows, mine, version, files, settings)
-        g = breakdowns.group(sc, np.ones(len(sc.index), dtype=bool), sorted(sc.preds))
+        g = _whole(sc, sorted(sc.preds), folder)
         g["not_scored"] = sorted(i["id"] for i in sc.incomplete)
         out[source] = g
     return out
@@ -288,6 +297,7 @@ def _diagnostic(
     version: str,
     files: Mapping[str, PredictionFile],
     settings: Settings,
+    folder: Path | None,
 ) -> dict[str, Any]:
     """Each diagnostic config scored on its own (never in the headline): sizes and every judge's
     figures with intervals; judges whose file lacks its rows are listed, not scored."""
@@ -301,8 +311,7 @@ def _diagnostic(
         if not rows:
             continue
         sc = score(gt_rows, rows, version, files, settings)
-        everyone = sorted(sc.preds)
-        g = breakdowns.group(sc, np.ones(len(sc.index), dtype=bool), everyone)
+        g = _whole(sc, sorted(sc.preds), folder)
         g["not_scored"] = sorted(i["id"] for i in sc.incomplete)
         out[config] = g
     return out
@@ -459,15 +468,66 @@ def _score_board(
     return _Board(version, diag, rows, s, role, entries, probe_entries)
 
 
-def _breakdowns(board: _Board) -> dict[str, Any]:
-    """by_source, by_category, by_subset and by_level."""
+def _breakdowns(board: _Board, folder: Path | None) -> dict[str, Any]:
+    """by_source, by_category, by_subset and by_level; every judge's cells from the report
+    cache in ``folder`` when it holds them (``bench.report.cache``), computed otherwise."""
     s = board.scoring
     sc, everyone = s.sc, board.everyone
-    out = {"by_source": _by_source(sc, s.h, s.refs, board.order, everyone)}
+    sections = {"by_source": breakdowns.groups(sc.traj_source)}
     for key in ("category", "subset", "level"):
         attr = breakdowns.trajectory_attribute(sc, board.rows, _field(key))
-        out[f"by_{key}"] = breakdowns.breakdown(sc, attr, everyone, sc.traj_source)
+        sections[f"by_{key}"] = breakdowns.groups(attr, sc.traj_source)
+    figures = _breakdown_cells(sc, sections, everyone, folder)
+    out = {
+        "by_source": _by_source(
+            sc, s.h, s.refs, board.order, everyone, sections["by_source"],
+            {j: figures[j]["by_source"] for j in everyone},
+        )
+    }  # fmt: skip
+    for name, named in sections.items():
+        if name != "by_source":
+            out[name] = breakdowns.assemble(
+                sc, named, {j: figures[j][name] for j in everyone}, everyone
+            )
     return out
+
+
+def _breakdown_cells(
+    sc: Scored,
+    sections: Mapping[str, Mapping[str, np.ndarray]],
+    everyone: Sequence[str],
+    folder: Path | None,
+) -> dict[str, report_cache.Cells]:
+    """Judge -> section -> group -> metric -> cell, each judge read from the cache or
+    bootstrapped (only the judges the cache lacks, a chunk at a time)."""
+    metrics = BREAKDOWN_METRICS
+    assert sc.cost is not None
+    board = report_cache.board_key(sections, sc.weights, sc.cost, 0.95, metrics)
+    keys = {j: report_cache.judge_key(board, sc.stats[j]) for j in everyone}
+
+    def compute(judges: Sequence[str]) -> dict[str, report_cache.Cells]:
+        made = {
+            name: breakdowns.judge_cells(sc, named, judges, metrics)
+            for name, named in sections.items()
+        }
+        return {j: {name: made[name][j] for name in sections} for j in judges}
+
+    return report_cache.judge_cells(everyone, keys, sections, metrics, compute, folder, BOOT_CHUNK)
+
+
+def _whole(sc: Scored, judges: Sequence[str], folder: Path | None) -> dict[str, Any]:
+    """One group of every trajectory of ``sc``: its sizes and every judge's cells (cached)."""
+    named = {"all": np.ones(len(sc.index), dtype=bool)}
+    figures = _breakdown_cells(sc, {"whole": named}, judges, folder)
+    return breakdowns.assemble(sc, named, {j: figures[j]["whole"] for j in judges}, judges)["all"]
+
+
+def _cache_folder(cache: Path | bool) -> Path | None:
+    """The report cache folder a ``cache`` argument names: True, the default one
+    (``bench.core.paths.report_cache``); False, none."""
+    if cache is True:
+        return report_cache_dir()
+    return cache or None
 
 
 def _not_yet(
@@ -506,6 +566,7 @@ def _hard_subsets(
     files: Mapping[str, PredictionFile],
     judges: Mapping[str, JudgeInfo],
     settings: Settings,
+    folder: Path | None,
 ) -> dict[str, Any]:
     """twins, contrast pairs, diagnostic and lite: the boards scored apart from (or beside) the
     headline."""
@@ -530,8 +591,10 @@ def _hard_subsets(
     return {
         "twins": twins,
         "pairs": contrast,
-        "diagnostic": _diagnostic(gt_rows, board.diag, board.version, files, settings),
-        "unreviewed": _unreviewed(gt_rows, meta, board.diag, board.version, files, settings),
+        "diagnostic": _diagnostic(gt_rows, board.diag, board.version, files, settings, folder),
+        "unreviewed": _unreviewed(
+            gt_rows, meta, board.diag, board.version, files, settings, folder
+        ),
         "lite": lite,
     }
 
@@ -553,16 +616,21 @@ def build_outputs(
     seed: int = SEED,
     gt_sha256: str = "",
     links: Mapping[str, str] | None = None,
+    cache: Path | bool = True,
 ) -> tuple[dict[str, Any], PairedStats]:
     """(the whole leaderboard as one JSON-able dict, layout in docs/metrics.md; the paired
-    statistics of every judge and probe, ``bench.metrics.paired``). Pure. ``links``: the
-    project's pages (repository, judges.toml, pull requests), when known."""
+    statistics of every judge and probe, ``bench.metrics.paired``). ``links``: the project's
+    pages (repository, judges.toml, pull requests), when known. ``cache``: where each judge's
+    breakdown cells are kept between runs (``bench.report.cache``; True: the default
+    ``bench.core.paths.report_cache()``, False: none). The result is a pure function of the
+    other arguments: a cached cell is the cell computed, byte for byte."""
     check_rank_metric(rank_metric)
     settings = Settings(cost, policy, resamples, seed)
     board = _score_board(gt_rows, meta, files, judges, settings, rank_metric)
     sc, h, everyone = board.scoring.sc, board.scoring.h, board.everyone
     sources = h.sources
-    hard_subsets = _hard_subsets(gt_rows, meta, board, files, judges, settings)
+    folder = _cache_folder(cache)
+    hard_subsets = _hard_subsets(gt_rows, meta, board, files, judges, settings, folder)
     report = {
         "schema": SCHEMA,
         "dataset_version": board.version,
@@ -590,7 +658,7 @@ def build_outputs(
         "judges": board.judges,
         "probes": board.probes,
         "shortcut_reference": shortcuts.reference_json(board.scoring.refs, h.boot),
-        **_breakdowns(board),
+        **_breakdowns(board, folder),
         **hard_subsets,
         "robustness": robustness(sc, stress or {}, everyone, sources, policy, seed, stress_stale),
         "not_yet_evaluated": _not_yet(judges, files),
