@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench import leaderboard as L
+from bench.core.errors import StorageError
 from bench.report import check, parts, plots, tables
 
 FIX = Path(__file__).parent / "fixtures" / "leaderboard"
@@ -119,7 +120,7 @@ def test_a_failure_mid_render_leaves_the_previous_set_whole(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(plots, "write_all", tables_then_one_plot_then_fail)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(StorageError, match="no space left on device; the tables already in"):
         run(out, "--metric", "auroc")  # another ranking: every table would change
     assert snapshot(out) == before  # nothing moved into place, nothing half-written
     assert check.manifest_problems(out) == []
