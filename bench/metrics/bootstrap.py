@@ -11,7 +11,7 @@ Callers import from this module directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,11 +92,14 @@ def bootstrap_stats(
     confidence: float = 0.95,
     weights: np.ndarray | None = None,
     rows: np.ndarray | None = None,
+    only: Collection[str] | None = None,
 ) -> Bootstrap:
     """The bootstrap from precomputed statistics (``bootstrap`` without the per-judge step).
     ``weights`` (from ``resample_weights``) lets several calls share one set of draws, so the
     intervals of a group, of a source and of the whole test split are all paired; ``rows`` (a
-    boolean mask over trajectories) scores only those trajectories of every draw."""
+    boolean mask over trajectories) scores only those trajectories of every draw; ``only``
+    (metric names) computes just those metrics, the same figures (``metrics_from_stats``): a
+    breakdown that shows no ECE or Brier skips the calibration work."""
     if not stats:
         return Bootstrap(samples={}, resamples=resamples, seed=seed, confidence=confidence)
     w = resample_weights(n_traj, resamples, seed) if weights is None else weights
@@ -114,7 +117,7 @@ def bootstrap_stats(
     off = 0
     for j in names:
         width = stats[j].table.shape[1]
-        out[j] = metrics_from_stats(summed[:, off : off + width], stats[j].values, cost)
+        out[j] = metrics_from_stats(summed[:, off : off + width], stats[j].values, cost, only)
         off += width
     return Bootstrap(samples=out, resamples=w.shape[0], seed=seed, confidence=confidence)
 

@@ -77,7 +77,12 @@ def _chunk_cells(
     assert sc.cost is not None
     for name, traj in groups.items():
         boot = bootstrap_stats(
-            {j: sc.stats[j] for j in judges}, len(sc.index), sc.cost, weights=sc.weights, rows=traj
+            {j: sc.stats[j] for j in judges},
+            len(sc.index),
+            sc.cost,
+            weights=sc.weights,
+            rows=traj,
+            only=metrics,  # no ECE or Brier: a breakdown does not show them
         )
         points = [sc.point(j, traj, metrics) for j in judges]
         figures: dict[str, dict[str, Any]] = {j: {} for j in judges}
