@@ -60,6 +60,7 @@ from bench.metrics.stats import ECE_BINS, RISK_FROM_ACT, check_rank_metric
 from bench.report import breakdowns, hard, shortcuts
 from bench.report import cache as report_cache
 from bench.report.breakdowns import MIN_PER_CLASS
+from bench.report.columns import DecisionColumns
 from bench.report.inputs import JudgeInfo, PredictionFile
 from bench.report.lite import FullBoard, lite_board
 from bench.report.pairs import pairs_board
@@ -83,12 +84,6 @@ SCHEMA = "foresight-leaderboard/2"
 intervals on every breakdown, subsets, levels, twins, diagnostic configs, robustness."""
 RESAMPLES = 1000
 SEED = 20240601
-
-
-def _col(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
-    return np.array(
-        [np.nan if r.get(key) is None else float(r[key]) for r in rows], dtype=np.float64
-    )
 
 
 def _cells(point: Mapping[str, float], boot: Bootstrap, judge: str) -> dict[str, Any]:
@@ -176,17 +171,13 @@ def _ranks(s: _Scoring, j: str, ranked: bool) -> dict[str, Any]:
     }
 
 
-def _costs(
-    rows: Sequence[Mapping[str, Any]], f: PredictionFile, info: JudgeInfo | None
-) -> dict[str, Any]:
-    """Latency (warm-up calls excluded) and cost per 1,000 decisions."""
-    warm = np.array([bool(r.get("warmup")) for r in rows])
-    p50, p95, nlat = latency_percentiles(_col(rows, "latency_s"), warm)
+def _costs(c: DecisionColumns, f: PredictionFile, info: JudgeInfo | None) -> dict[str, Any]:
+    """Latency (warm-up calls excluded) and cost per 1,000 decisions, from the judge's timing
+    columns (NaN where a line gave no number, as the metrics expect)."""
+    p50, p95, nlat = latency_percentiles(c.latency_s, c.warmup)
     price_in = info.price_input_per_mtok if info else None
     price_out = info.price_output_per_mtok if info else None
-    cost = cost_per_thousand(
-        _col(rows, "tokens_in"), _col(rows, "tokens_out"), warm, price_in, price_out
-    )
+    cost = cost_per_thousand(c.tokens_in, c.tokens_out, c.warmup, price_in, price_out)
     return {
         "latency": {"p50_s": rnd(p50), "p95_s": rnd(p95), "n": nlat, "hardware": _hardware(f)},
         "cost_per_1000": rnd(cost),
@@ -208,7 +199,7 @@ def _entry(
         risk_from_act=rnd(score_.risk_from_act),
         taxonomy={k: {"accuracy": rnd(a), "n": n} for k, (a, n) in score_.taxonomy.items()},
     )
-    entry.update(_costs(s.sc.rows[j], f, info))
+    entry.update(_costs(s.sc.columns[j], f, info))
     entry["curves"] = {
         "roc": [[rnd(a), rnd(b)] for a, b in score_.roc],
         "reliability": [
