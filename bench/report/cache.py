@@ -20,6 +20,11 @@ or does not hold every group and metric of this board, is ignored and rewritten.
 
 Only cells are kept per judge: a warm run bootstraps none of a cached judge's groups, and the
 resample tables of a judge that must be computed are dropped once its cells are taken.
+
+The per-source and pooled bootstraps (``bench.report.scoring.boots``), whose samples the
+cross-judge steps need (macro headline, tie groups, shortcut references and margins), are kept
+the same way as ``<key>.npz``: one float64 member ``<group>/<metric>`` per group and metric,
+exactly the arrays computed.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import json
 import logging
 import os
 import tempfile
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +44,6 @@ import numpy as np
 
 from bench.metrics.inputs import CostMatrix
 from bench.metrics.stats import JudgeStats
-from bench.report import breakdowns, scoring
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +62,10 @@ Groups = Mapping[str, Mapping[str, np.ndarray]]
 def code_fingerprint() -> str:
     """sha256 of the cache format and the source of every module the cells depend on: each
     ``bench/metrics/*.py`` and the report's scoring, breakdowns and this module."""
-    metrics_dir = Path(__file__).resolve().parents[1] / "metrics"
-    files = sorted(metrics_dir.glob("*.py")) + [
-        Path(str(m.__file__)) for m in (scoring, breakdowns)
+    here = Path(__file__).resolve().parent
+    files = sorted((here.parent / "metrics").glob("*.py")) + [
+        here / "scoring.py",
+        here / "breakdowns.py",
     ]
     h = hashlib.sha256(f"format {CACHE_FORMAT}\n".encode())
     for p in [*files, Path(__file__)]:
@@ -186,4 +192,76 @@ def judge_cells(
             out[j] = made[j]
             if folder is not None:
                 write(folder, keys[j], made[j])
+    return {j: out[j] for j in judges}
+
+
+# ------------------------------------------------------------- bootstrap samples (npz)
+
+Samples = dict[str, dict[str, np.ndarray]]
+"""Group name -> metric -> (resamples,) bootstrap values of one judge."""
+
+
+def read_samples(folder: Path, key: str, groups: Sequence[str]) -> Samples | None:
+    """The samples stored under ``key`` (``<key>.npz``), or None when there is no entry or it
+    cannot be used (unreadable, a group missing): the caller recomputes it."""
+    path = folder / f"{key}.npz"
+    if not path.is_file():
+        return None
+    out: Samples = {g: {} for g in groups}
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            for name in z.files:
+                g, _, m = name.partition("/")
+                if g in out:
+                    out[g][m] = z[name]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        log.warning("ignoring the unreadable report cache entry %s (%s)", path, e)
+        return None
+    if not all(out.values()):
+        log.warning("ignoring the report cache entry %s: groups missing", path)
+        return None
+    return out
+
+
+def write_samples(folder: Path, key: str, samples: Samples) -> None:
+    """Store a judge's samples atomically as ``<key>.npz`` (members ``<group>/<metric>`` in
+    metric order); a cache that cannot be written is logged and skipped."""
+    path = folder / f"{key}.npz"
+    arrays: dict[str, Any] = {f"{g}/{m}": v for g, per in samples.items() for m, v in per.items()}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, path)
+    except OSError as e:
+        log.warning("could not write the report cache %s (%s); it is only a cache", path, e)
+
+
+def judge_samples(
+    judges: Sequence[str],
+    keys: Mapping[str, str],
+    groups: Sequence[str],
+    compute: Callable[[Sequence[str]], Mapping[str, Samples]],
+    folder: Path | None,
+    chunk: int = 32,
+) -> dict[str, Samples]:
+    """Every judge's bootstrap samples of the groups ``groups``: read from ``folder`` where an
+    entry for its key exists, computed by ``compute`` (``chunk`` judges at a time) and stored
+    there otherwise. ``folder`` None: no cache."""
+    out: dict[str, Samples] = {}
+    missing: list[str] = []
+    for j in judges:
+        got = None if folder is None else read_samples(folder, keys[j], groups)
+        if got is None:
+            missing.append(j)
+        else:
+            out[j] = got
+    for i in range(0, len(missing), chunk):
+        part = missing[i : i + chunk]
+        made = compute(part)
+        for j in part:
+            out[j] = made[j]
+            if folder is not None:
+                write_samples(folder, keys[j], made[j])
     return {j: out[j] for j in judges}

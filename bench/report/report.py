@@ -70,6 +70,7 @@ from bench.report.scoring import (
     Headline,
     Scored,
     Settings,
+    boots,
     cell,
     diagnostic_configs,
     evaluated_rows,
@@ -437,17 +438,20 @@ def _score_board(
     judges: Mapping[str, JudgeInfo],
     settings: Settings,
     rank_metric: str,
+    folder: Path | None = None,
 ) -> _Board:
-    """Score every complete judge once, rank the judges in tie groups, order the probes."""
+    """Score every complete judge once, rank the judges in tie groups, order the probes;
+    ``folder``: the report cache, where each judge's bootstrap samples are kept."""
     version, diag, rows = _evaluated(gt_rows, meta)
     sc = score(gt_rows, rows, version, files, settings)
     present = set(sc.traj_source.tolist())
-    h = headline(sc, [s for s in headline_sources(meta) if s in present] or sorted(present))
+    h = headline(sc, [s for s in headline_sources(meta) if s in present] or sorted(present), folder)
     role = {j: (judges[j].role if j in judges else "judge") for j in sc.preds}
     ranked = [j for j in sc.preds if role[j] != "probe"]
     probes = sorted(j for j in sc.preds if role[j] == "probe")
     ranks = {m: tie_groups({j: h.point[j][m] for j in ranked}, h.boot, m) for m in RANK_METRICS}
-    s = _Scoring(sc, h, sc.boot(), shortcuts.references(h, probes), ranks, rank_metric)
+    pooled = boots(sc, {"all": None}, folder)["all"]
+    s = _Scoring(sc, h, pooled, shortcuts.references(h, probes), ranks, rank_metric)
     entries = sorted(
         (_entry(s, j, True, files[j], judges.get(j)) for j in ranked), key=rank_key(rank_metric)
     )
@@ -617,10 +621,10 @@ def build_outputs(
     other arguments: a cached cell is the cell computed, byte for byte."""
     check_rank_metric(rank_metric)
     settings = Settings(cost, policy, resamples, seed)
-    board = _score_board(gt_rows, meta, files, judges, settings, rank_metric)
+    folder = _cache_folder(cache)
+    board = _score_board(gt_rows, meta, files, judges, settings, rank_metric, folder)
     sc, h, everyone = board.scoring.sc, board.scoring.h, board.everyone
     sources = h.sources
-    folder = _cache_folder(cache)
     hard_subsets = _hard_subsets(gt_rows, meta, board, files, judges, settings, folder)
     report = {
         "schema": SCHEMA,

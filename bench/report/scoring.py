@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ from bench.metrics.stats import (
     judge_stats,
     metrics_from_stats,
 )
+from bench.report import cache as report_cache
 from bench.report.columns import DecisionColumns
 from bench.report.inputs import PredictionFile
 
@@ -321,14 +323,53 @@ class Headline:
     """Judge -> metric -> the mean over ``sources`` of the point estimates."""
 
 
-def headline(sc: Scored, sources: Sequence[str]) -> Headline:
+def boots(
+    sc: Scored, masks: Mapping[str, np.ndarray | None], folder: Path | None = None
+) -> dict[str, Bootstrap]:
+    """``sc.boot(mask)`` for every named trajectory mask (None: every trajectory), each judge's
+    samples read from the report cache in ``folder`` when it holds them (``bench.report.cache``:
+    keyed by the judge's statistics, the masks, the draws, the reward matrix and the code) and
+    bootstrapped, ``BOOT_CHUNK`` judges at a time, otherwise. The same arrays either way."""
+    names = list(sc.stats)
+    if folder is None or not names:
+        return {g: sc.boot(m) for g, m in masks.items()}
+    assert sc.cost is not None
+    full = np.ones(len(sc.index), dtype=bool)
+    groups = {"boot": {g: full if m is None else m for g, m in masks.items()}}
+    board = report_cache.board_key(groups, sc.weights, sc.cost, 0.95, METRICS)
+    keys = {j: report_cache.judge_key(board, sc.stats[j]) for j in names}
+
+    cost = sc.cost
+
+    def compute(judges: Sequence[str]) -> dict[str, report_cache.Samples]:
+        stats = {j: sc.stats[j] for j in judges}
+        made = {
+            g: bootstrap_stats(stats, len(sc.index), cost, weights=sc.weights, rows=m)
+            for g, m in masks.items()
+        }
+        return {j: {g: dict(made[g].samples[j]) for g in masks} for j in judges}
+
+    got = report_cache.judge_samples(names, keys, list(masks), compute, folder, BOOT_CHUNK)
+    return {
+        g: Bootstrap(
+            samples={j: got[j][g] for j in names},
+            resamples=sc.weights.shape[0],
+            seed=0,
+            confidence=0.95,
+        )
+        for g in masks
+    }
+
+
+def headline(sc: Scored, sources: Sequence[str], folder: Path | None = None) -> Headline:
     """Per-source bootstraps and point estimates for every source present, and their mean over
-    ``sources`` (the headline sources present in the evaluated rows)."""
-    per: dict[str, Bootstrap] = {}
+    ``sources`` (the headline sources present in the evaluated rows); ``folder``: the report
+    cache (``boots``)."""
+    present = sorted(set(sc.traj_source.tolist()))
+    per = boots(sc, {s: sc.traj_source == s for s in present}, folder)
     per_point: dict[str, dict[str, dict[str, float]]] = {}
-    for s in sorted(set(sc.traj_source.tolist())):
+    for s in present:
         tmask = sc.traj_source == s
-        per[s] = sc.boot(tmask)
         per_point[s] = {j: sc.point(j, tmask) for j in sc.preds}
     chosen = tuple(s for s in sources if s in per)
     if not chosen:
