@@ -94,16 +94,6 @@ def _chunk_cells(
             out[j][name] = figures[j]
 
 
-def group(
-    sc: Scored, traj: np.ndarray, judges: Sequence[str], metrics: Sequence[str] = BREAKDOWN_METRICS
-) -> dict[str, Any]:
-    """One group: its sizes and every judge's figures with intervals."""
-    entry = counts(sc, traj)
-    figures = judge_cells(sc, {"": traj}, judges, metrics)
-    entry["judges"] = {j: figures[j][""] for j in judges}
-    return entry
-
-
 def groups(labels: np.ndarray, prefix: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """One trajectory mask per distinct trajectory label (``labels``: one per trajectory),
     named ``<prefix>/<label>`` when ``prefix`` (e.g. the source) is given; empty labels
@@ -115,16 +105,6 @@ def groups(labels: np.ndarray, prefix: np.ndarray | None = None) -> dict[str, np
     )
     keep = labels.astype(str) != ""
     return {name: (names == name) & keep for name in sorted(set(names[keep].tolist()))}
-
-
-def breakdown(
-    sc: Scored, labels: np.ndarray, judges: Sequence[str], prefix: np.ndarray | None = None
-) -> dict[str, Any]:
-    """One group per distinct trajectory label (``groups``) with its sizes and every judge's
-    figures."""
-    named = groups(labels, prefix)
-    figures = judge_cells(sc, named, judges)
-    return assemble(sc, named, {j: figures[j] for j in judges}, judges)
 
 
 def assemble(
