@@ -23,8 +23,8 @@ resample tables of a judge that must be computed are dropped once its cells are 
 
 The per-source and pooled bootstraps (``bench.report.scoring.boots``), whose samples the
 cross-judge steps need (macro headline, tie groups, shortcut references and margins), are kept
-the same way as ``<key>.npz``: one float64 member ``<group>/<metric>`` per group and metric,
-exactly the arrays computed.
+the same way as ``<key>.npz``: per group one float64 (metrics, resamples) member and its metric
+names (``write_samples``), exactly the arrays computed.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from bench.metrics.stats import JudgeStats
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 """Version of the entry layout; raise it when an entry's meaning changes in a way the code
 fingerprint would not catch."""
 
@@ -212,9 +212,15 @@ def read_samples(folder: Path, key: str, groups: Sequence[str]) -> Samples | Non
         with np.load(path, allow_pickle=False) as z:
             for name in z.files:
                 g, _, m = name.partition("/")
-                if g in out:
+                if g not in out or name.endswith(_NAMES):
+                    continue
+                if m:
                     out[g][m] = z[name]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+                else:
+                    rows = z[name]
+                    names = z[name + _NAMES].tolist()
+                    out[g].update((str(k), rows[n]) for n, k in enumerate(names))
+    except (OSError, ValueError, KeyError, IndexError, zipfile.BadZipFile) as e:
         log.warning("ignoring the unreadable report cache entry %s (%s)", path, e)
         return None
     if not all(out.values()):
@@ -223,11 +229,25 @@ def read_samples(folder: Path, key: str, groups: Sequence[str]) -> Samples | Non
     return out
 
 
+_NAMES = ".metrics"
+"""Suffix of the member naming the rows of a group's stacked samples."""
+
+
 def write_samples(folder: Path, key: str, samples: Samples) -> None:
-    """Store a judge's samples atomically as ``<key>.npz`` (members ``<group>/<metric>`` in
-    metric order); a cache that cannot be written is logged and skipped."""
+    """Store a judge's samples atomically as ``<key>.npz``: per group one (metrics, resamples)
+    member ``<group>`` with its metric names in ``<group>.metrics`` when every metric's samples
+    are float64 of one length (a few members read fast), else one member ``<group>/<metric>``
+    per metric; a cache that cannot be written is logged and skipped."""
     path = folder / f"{key}.npz"
-    arrays: dict[str, Any] = {f"{g}/{m}": v for g, per in samples.items() for m, v in per.items()}
+    arrays: dict[str, Any] = {}
+    for g, per in samples.items():
+        vals = list(per.values())
+        if vals and all(v.dtype == np.float64 and v.shape == vals[0].shape == (len(v),)
+                        for v in vals):  # fmt: skip
+            arrays[g] = np.stack(vals)
+            arrays[g + _NAMES] = np.array(list(per), dtype=str)
+        else:
+            arrays.update({f"{g}/{m}": v for m, v in per.items()})
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
