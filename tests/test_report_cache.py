@@ -1,4 +1,5 @@
-"""The report cache (``bench.report.cache``): each judge's breakdown cells kept between runs.
+"""The report cache (``bench.report.cache``): each judge's breakdown cells and bootstrap samples
+kept between runs.
 
 A warm run gives the report a cold run gives, byte for byte; a changed predictions file
 recomputes that judge only; a changed setting (seed, resamples) or a corrupt entry is never
@@ -41,7 +42,8 @@ def _report(x: dict[str, Any], cache: Path | bool, **options: Any) -> str:
 
 @pytest.fixture
 def computed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The judges whose breakdown cells were bootstrapped (not read from the cache)."""
+    """The judges whose breakdown cells or samples were bootstrapped (not read from the cache),
+    once per board and kind of entry."""
     seen: list[str] = []
     real = rc.judge_cells
 
