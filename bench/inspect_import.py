@@ -6,7 +6,8 @@ written to ``leaderboards/predictions/<judge>/<version>/<config_hash>.jsonl`` (d
 ``python bench/leaderboard.py`` then ranks the judge like any other, or lists it as incomplete when
 the log lacks some decision points of the split the leaderboard scores. The file is appended
 under its lock (``bench.core.lock``), as ``decide.py`` appends: while another run writes the same
-file, the import is refused at once with that run's pid, host and start time.
+file, the import is refused at once with that run's pid, host and start time (``--wait`` waits
+for it instead).
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=PREDICTIONS, help="predictions folder")
     ap.add_argument("--ground-truth", type=Path, default=GROUND_TRUTH, help="ground-truth JSONL")
     ap.add_argument("--judges", type=Path, default=JUDGES_TOML, help="judges.toml (optional row)")
+    ap.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another run is writing the same predictions file, wait for it to finish "
+        "instead of stopping at once",
+    )
     ap.add_argument("--quiet", action="store_true", help="warnings only")
     args = ap.parse_args(argv)
     setup_logging(args.quiet)
@@ -51,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     row = None
     if args.judges.is_file():
         row = next((s for s in specs.load(args.judges) if s.id == args.judge), None)
-    done = import_log(args.log, args.judge, args.out, str(meta["dataset_version"]), row)
+    done = import_log(
+        args.log, args.judge, args.out, str(meta["dataset_version"]), row, wait=args.wait
+    )
     print(
         f"{args.judge}: {done.decisions} decisions ({done.errors} errored in Inspect) for dataset "
         f"{done.version} -> {done.path}"

@@ -147,3 +147,28 @@ def test_generation_settings_are_part_of_the_config() -> None:
     with pytest.raises(DataError, match="params.generate"):
         spec_for("j", MODEL, "auditor", "boxed", plain, hot)
     assert spec_for("j", MODEL, "auditor", "boxed", warm, hot) is warm
+
+
+def test_import_takes_the_predictions_lock_and_waits_with_wait(
+    flow: Path, server: Any, tmp_path: Path
+) -> None:
+    import threading
+
+    from test_locks import holder, release
+
+    from bench.core.errors import LockedError
+
+    log = run_eval(flow, server, tmp_path / "logs", split="test", limit=3)
+    preds = tmp_path / "preds"
+    gt = flow / "leaderboards" / "ground_truth.jsonl"
+    argv = [str(log), "--judge", "locked", "--out", str(preds), "--ground-truth", str(gt), "--quiet"]
+    assert inspect_import.main(argv) == 0
+    [f] = (preds / "locked").glob("*/*.jsonl")
+    first = f.read_text()
+    with holder(f) as proc:  # another process appends to the same file
+        with pytest.raises(LockedError, match=f"pid {proc.pid}.*--wait"):
+            inspect_import.main(argv)
+        assert f.read_text() == first  # refused before writing anything
+        threading.Timer(0.5, release, args=(proc,)).start()
+        assert inspect_import.main([*argv, "--wait"]) == 0  # waited for the holder, then wrote
+    assert f.read_text().startswith(first) and len(f.read_text()) > len(first)

@@ -124,8 +124,11 @@ def import_log(
     out: str | Path,
     ground_truth_version: str,
     row: JudgeSpec | None = None,
+    *,
+    wait: bool = False,
 ) -> Imported:
-    """Write the predictions file for one Inspect log (module docstring)."""
+    """Write the predictions file for one Inspect log (module docstring); ``wait``: wait for
+    another writer of the same file to finish instead of being refused at once."""
     from inspect_ai.log import read_eval_log
 
     log = read_eval_log(str(log_path))
@@ -140,7 +143,9 @@ def import_log(
     path = predictions.path_for(out, judge, ground_truth_version, chash)
     vocab = load_taxonomy()
     n = errors = 0
-    with predictions.Writer(path) as w:
+    with predictions.Writer(
+        path, wait=wait, hint="rerun with --wait to wait for it, or when it has finished"
+    ) as w:
         w.write(
             {
                 "type": "run",
