@@ -3,8 +3,10 @@
     python bench/leaderboard.py            # writes leaderboards/leaderboard.{md,csv,json,html},
                                            # leaderboard_rows.json (what the Space shows),
                                            # by_{source,category,subset,level}.csv,
-                                           # diagnostic.csv, twins.csv, pairs.csv, robustness.csv
-                                           # and plots/*.png
+                                           # diagnostic.csv, twins.csv, pairs.csv, robustness.csv,
+                                           # parts/*.json (the breakdowns), paired_stats.npz
+                                           # and plots/*.png; leaderboard.json last, with the
+                                           # sha256 of every other file
     python bench/leaderboard.py --check    # exits 1 when the committed outputs are stale
     python bench/leaderboard.py --withhold-raw  # empty R-Judge raw outputs before committing
     python bench/leaderboard.py --compare A B   # paired differences A - B with 95% intervals,
@@ -19,8 +21,11 @@ Reads ``leaderboards/ground_truth.jsonl`` (+ ``.meta.json``), ``leaderboards/pre
 <judge>/<dataset_version>/<config_hash>.jsonl``, ``judges.toml`` (optional: display names,
 prices, and the "not yet evaluated" list) and ``leaderboards/cost_matrix.toml``. The output is a
 pure function of those files: same inputs, same bytes. The JSON layouts are documented in
-docs/metrics.md; the Space reads only leaderboard.json and leaderboard_rows.json, and
-paired_stats.npz (every judge's per-trajectory counts) for a paired comparison of two judges.
+docs/metrics.md; the Space reads leaderboard.json and leaderboard_rows.json at start, a part
+file of parts/ when its tab opens, and paired_stats.npz (every judge's per-trajectory counts)
+for a paired comparison of two judges. Every file is staged and moved into place, so a reader
+never sees one half-written. Parsed predictions and per-judge results are cached under
+<work>/cache/ (git-ignored; safe to delete), so a rerun with unchanged files is fast.
 """
 
 from __future__ import annotations
