@@ -38,7 +38,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -161,6 +161,38 @@ def write(folder: Path, key: str, cells: Cells) -> None:
         log.warning("could not write the report cache %s (%s); it is only a cache", path, e)
 
 
+V = TypeVar("V")
+"""A cached per-judge value (cells, or bootstrap samples)."""
+
+
+def _read_or_compute(
+    judges: Sequence[str],
+    read_one: Callable[[str], V | None] | None,
+    compute: Callable[[Sequence[str]], Mapping[str, V]],
+    write_one: Callable[[str, V], None] | None,
+    chunk: int,
+) -> dict[str, V]:
+    """Each judge's value: read by ``read_one`` where it has one, else computed by ``compute``
+    (``chunk`` judges at a time, so each chunk's resample tables are dropped before the next)
+    and stored by ``write_one``. ``read_one``/``write_one`` None: no cache."""
+    out: dict[str, V] = {}
+    missing: list[str] = []
+    for j in judges:
+        got = None if read_one is None else read_one(j)
+        if got is None:
+            missing.append(j)
+        else:
+            out[j] = got
+    for i in range(0, len(missing), chunk):
+        part = missing[i : i + chunk]
+        made = compute(part)
+        for j in part:
+            out[j] = made[j]
+            if write_one is not None:
+                write_one(j, made[j])
+    return {j: out[j] for j in judges}
+
+
 Compute = Callable[[Sequence[str]], Mapping[str, Cells]]
 """Cells of the judges named (the bootstrap of those judges only)."""
 
@@ -177,22 +209,13 @@ def judge_cells(
     """Every judge's cells: read from ``folder`` where an entry for its key exists, computed
     by ``compute`` (``chunk`` judges at a time, each chunk's resample tables dropped before the
     next) and stored there otherwise. ``folder`` None: no cache, everything computed."""
-    out: dict[str, Cells] = {}
-    missing: list[str] = []
-    for j in judges:
-        got = None if folder is None else read(folder, keys[j], groups, metrics)
-        if got is None:
-            missing.append(j)
-        else:
-            out[j] = got
-    for i in range(0, len(missing), chunk):
-        part = missing[i : i + chunk]
-        made = compute(part)
-        for j in part:
-            out[j] = made[j]
-            if folder is not None:
-                write(folder, keys[j], made[j])
-    return {j: out[j] for j in judges}
+    return _read_or_compute(
+        judges,
+        None if folder is None else lambda j: read(folder, keys[j], groups, metrics),
+        compute,
+        None if folder is None else lambda j, v: write(folder, keys[j], v),
+        chunk,
+    )
 
 
 # ------------------------------------------------------------- bootstrap samples (npz)
@@ -269,19 +292,10 @@ def judge_samples(
     """Every judge's bootstrap samples of the groups ``groups``: read from ``folder`` where an
     entry for its key exists, computed by ``compute`` (``chunk`` judges at a time) and stored
     there otherwise. ``folder`` None: no cache."""
-    out: dict[str, Samples] = {}
-    missing: list[str] = []
-    for j in judges:
-        got = None if folder is None else read_samples(folder, keys[j], groups)
-        if got is None:
-            missing.append(j)
-        else:
-            out[j] = got
-    for i in range(0, len(missing), chunk):
-        part = missing[i : i + chunk]
-        made = compute(part)
-        for j in part:
-            out[j] = made[j]
-            if folder is not None:
-                write_samples(folder, keys[j], made[j])
-    return {j: out[j] for j in judges}
+    return _read_or_compute(
+        judges,
+        None if folder is None else lambda j: read_samples(folder, keys[j], groups),
+        compute,
+        None if folder is None else lambda j, v: write_samples(folder, keys[j], v),
+        chunk,
+    )
