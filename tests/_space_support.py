@@ -8,8 +8,11 @@ import json
 import shutil
 import socket
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from bench import leaderboard as L
 
@@ -147,6 +150,23 @@ def make_build(root: Path, version: str = "fixture-1") -> Path:
     (folder / "README.md").write_text("---\nlicense: other\n---\n# Card of the fixture build\n")
     (build / "LATEST").write_text(version + "\n")
     return build
+
+
+@contextmanager
+def served_client(demo: Any, results: Path) -> Iterator[Any]:
+    """A gradio_client ``Client`` on ``demo`` launched on 127.0.0.1 (a free port, serving files
+    under ``results``); the app is closed when the block ends."""
+    from gradio_client import Client
+
+    port = free_port()
+    demo.launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+        allowed_paths=[str(results)],
+    )  # fmt: skip
+    try:
+        yield Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=False)
+    finally:
+        demo.close()
 
 
 def free_port() -> int:

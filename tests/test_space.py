@@ -19,6 +19,7 @@ from tests._space_support import (
     make_pairs_build,
     make_pairs_results,
     make_results,
+    served_client,
 )
 
 pytest.importorskip("gradio")
@@ -398,22 +399,14 @@ def pair_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def pair_client(pair_dirs: tuple[Path, Path]) -> Iterator[Any]:
-    from gradio_client import Client
 
     results, build = pair_dirs
     with pytest.MonkeyPatch.context() as mp:
         for var in (D.RESULTS_ENV, D.DATASET_ENV, "SPACE_ID"):
             mp.delenv(var, raising=False)
         demo, _ = APP.create(results, build)
-    port = free_port()
-    demo.launch(
-        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-        allowed_paths=[str(results)],
-    )  # fmt: skip
-    try:
-        yield Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=False)
-    finally:
-        demo.close()
+    with served_client(demo, results) as client:
+        yield client
 
 
 def test_pairs_rows_carry_the_board_as_the_tables_show_it(pair_dirs: tuple[Path, Path]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bench import leaderboard as L
-from tests._space_support import FIX, free_port, load_space, make_build, make_results
+from tests._space_support import FIX, load_space, make_build, make_results, served_client
 
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
@@ -65,21 +65,13 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def served(results: Path, dirs: tuple[Path, Path]) -> Iterator[Any]:
-    from gradio_client import Client
 
     with pytest.MonkeyPatch.context() as mp:
         for var in (D.RESULTS_ENV, D.DATASET_ENV, "SPACE_ID"):
             mp.delenv(var, raising=False)
         demo, _ = APP.create(results, dirs[1])
-    port = free_port()
-    demo.launch(
-        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-        allowed_paths=[str(results)],
-    )  # fmt: skip
-    try:
-        yield Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=False)
-    finally:
-        demo.close()
+    with served_client(demo, results) as client:
+        yield client
 
 
 def test_a_breakdown_is_read_only_when_its_tab_opens(reads: list[str], served: Any) -> None:
